@@ -1,0 +1,62 @@
+"""aejax.adapters: backend-neutral state codecs for Aesara Types.
+
+A codec converts the values of one Aesara `Type` between the host
+representation (numpy arrays, numpy random generators) and one backend's
+storage, and validates backend payloads. Codecs are looked up by
+``codec_for(backend, type)`` and published through the ``aejax.codecs``
+entry-point group.
+"""
+
+from aejax.adapters.codec import (
+    CodecConflictError,
+    CodecError,
+    CodecLoadError,
+    CodecNotFoundError,
+    PayloadError,
+    StateCodec,
+)
+from aejax.adapters.registry import (
+    ENTRY_POINT_GROUP,
+    CodecRegistry,
+    codec_for,
+    default_registry,
+    refresh_codecs,
+    register_codec,
+    type_path,
+)
+from aejax.adapters.schemas import (
+    ArrayPayloadSpec,
+    CodecSpec,
+    KeyPayloadSpec,
+    LegacyRandomState,
+    MT19937State,
+    PCG64State,
+    PhiloxState,
+    SFC64State,
+    parse_rng_state,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ArrayPayloadSpec",
+    "CodecConflictError",
+    "CodecError",
+    "CodecLoadError",
+    "CodecNotFoundError",
+    "CodecRegistry",
+    "CodecSpec",
+    "KeyPayloadSpec",
+    "LegacyRandomState",
+    "MT19937State",
+    "PCG64State",
+    "PayloadError",
+    "PhiloxState",
+    "SFC64State",
+    "StateCodec",
+    "codec_for",
+    "default_registry",
+    "parse_rng_state",
+    "refresh_codecs",
+    "register_codec",
+    "type_path",
+]

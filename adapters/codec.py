@@ -1,0 +1,100 @@
+"""The `StateCodec` protocol and the errors of the codec layer.
+
+A *state codec* converts the values of one Aesara `Type` between the host
+representation Aesara stores in its containers (numpy arrays, numpy random
+generators, ...) and the storage of one backend (``"py"``, ``"c"``, ``"jax"``).
+Linkers call codecs at their storage boundary instead of relying on
+`Type.filter` for backend values.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from aesara.graph.type import Type
+
+    from aejax.adapters.schemas import CodecSpec, PayloadSpec
+
+
+class CodecError(Exception):
+    """Base class of every error raised by the codec layer."""
+
+
+class PayloadError(CodecError, TypeError):
+    """A host or backend value does not have the form a codec expects.
+
+    The message names the Aesara type, the field at fault and what was
+    expected.
+    """
+
+    def __init__(self, type_: Any, field: str, expected: str, got: Any) -> None:
+        self.type = type_
+        self.field = field
+        self.expected = expected
+        self.got = got
+        super().__init__(
+            f"{type_}: field {field!r} must be {expected}, got {describe(got)}"
+        )
+
+
+class CodecNotFoundError(CodecError, LookupError):
+    """No codec is registered for a (backend, Type) pair."""
+
+
+class CodecConflictError(CodecError):
+    """Two different codecs claim the same (backend, Type) key."""
+
+
+class CodecLoadError(CodecError, ImportError):
+    """A codec plugin could not be loaded from its entry point."""
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "nothing (the field is missing)"
+
+
+MISSING: Any = _Missing()
+"""Stands for a field that a payload lacks, in `PayloadError.got`."""
+
+
+def describe(value: Any) -> str:
+    """Return a short description of ``value`` for error messages."""
+    if value is MISSING:
+        return repr(value)
+    dtype = getattr(value, "dtype", None)
+    shape = getattr(value, "shape", None)
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    if dtype is not None and shape is not None:
+        return f"{kind} of dtype {dtype} and shape {tuple(shape)}"
+    text = repr(value)
+    return f"{kind} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+@runtime_checkable
+class StateCodec(Protocol):
+    """Converts values of an Aesara `Type` to and from one backend's storage.
+
+    Attributes
+    ----------
+    spec
+        Which backend and Type the codec serves, and its version.
+    """
+
+    spec: "CodecSpec"
+
+    def encode(self, host_value: Any, type: "Type") -> Any:
+        """Turn a host value (what `type.filter` accepts) into a backend value.
+
+        Must not mutate ``host_value``.
+        """
+
+    def decode(self, backend_value: Any, type: "Type") -> Any:
+        """Turn a backend value into a host value that `type.filter` accepts."""
+
+    def validate(self, backend_value: Any, type: "Type") -> None:
+        """Raise `PayloadError` unless ``backend_value`` is valid storage for ``type``."""
+
+    def payload_spec(self, type: "Type") -> "PayloadSpec":
+        """Describe the backend value of ``type`` (shape and dtype) for loop carries."""

@@ -1,0 +1,300 @@
+"""Codecs of the JAX backend.
+
+Tensors and scalars
+    Host values are numpy arrays/scalars, backend values are ``jax.Array``.
+    Decoding returns writeable numpy values of the Type's exact dtype.
+    64-bit dtypes need ``jax_enable_x64``; without it JAX would silently
+    narrow them, so the codec raises instead.
+
+Random states
+    Under JAX a `RandomStateType` or `RandomGeneratorType` value is a typed
+    PRNG key of shape ``()`` (``jax.random.wrap_key_data``), nothing else. The
+    key implementation defaults to ``"threefry2x32"`` (two uint32 words of key
+    data); pass ``impl="rbg"`` (four words) to a codec to choose another. Raw
+    ``uint32`` key arrays are rejected, so one carry slot never mixes raw and
+    typed keys. Keys are always built from explicit ``uint32`` words, never
+    from Python/numpy 64-bit integers, which JAX would truncate without x64.
+
+    host -> key: if the host state is the embedding of a key (below), that key
+    is returned exactly; otherwise the key words are a BLAKE2b digest of the
+    whole validated host state (`schemas.parse_rng_state`), so two states that
+    differ anywhere give different keys, and the result is the same in every
+    process.
+
+    key -> host: the key's words are embedded verbatim at the start of a fresh
+    numpy state, the rest of the state is filled with a SHAKE-256 expansion of
+    the key: a `Generator` over PCG64 (words 0-3 form ``state``, words 4-7 form
+    ``inc`` with its low bit set), or an MT19937 `RandomState` (the 624-word key
+    array, ``pos=624``, no cached Gaussian). Encoding recognises an embedding by
+    rebuilding it from the leading words and comparing whole states, so
+    ``encode(decode(key)) == key`` bit for bit (also after pickling), while a
+    generator numpy has drawn from no longer matches and gets a new key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from aejax.adapters.codec import CodecError, PayloadError
+from aejax.adapters.schemas import (
+    ArrayPayloadSpec,
+    CodecSpec,
+    KeyPayloadSpec,
+    LegacyRandomState,
+    PCG64State,
+    RNGState,
+    parse_rng_state,
+)
+
+DEFAULT_KEY_IMPL = "threefry2x32"
+_EMBED_TAG = b"aejax.prng-embedding\0"
+_HASH_TAG = b"aejax.prng-host-state\0"
+
+
+def _check_x64(type: Any, dtype: np.dtype) -> None:
+    if dtype.itemsize == 8 and dtype.kind in "iufc" and not jax.config.jax_enable_x64:
+        raise CodecError(
+            f"{type} holds {dtype} values but JAX runs with jax_enable_x64=False, "
+            "which would narrow them; call jax.config.update('jax_enable_x64', True) "
+            "or use 32-bit types (aesara.config.floatX='float32')"
+        )
+
+
+def _check_array(type: Any, value: Any, shape: tuple[Any, ...]) -> None:
+    dtype = np.dtype(type.dtype)
+    if value.dtype != dtype:
+        raise PayloadError(type, "dtype", str(dtype), value)
+    if value.ndim != len(shape):
+        raise PayloadError(type, "ndim", str(len(shape)), value)
+    for axis, (want, got) in enumerate(zip(shape, value.shape)):
+        if want is not None and want != got:
+            raise PayloadError(type, f"shape[{axis}]", str(want), value)
+
+
+class _ArrayCodec:
+    """Shared behaviour of the tensor and scalar codecs."""
+
+    spec: CodecSpec
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def _shape(self, type: Any) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def encode(self, host_value: Any, type: Any) -> jax.Array:
+        if not isinstance(host_value, (np.ndarray, np.generic)):
+            raise PayloadError(type, "<value>", "a numpy array or scalar", host_value)
+        _check_array(type, host_value, self._shape(type))
+        _check_x64(type, host_value.dtype)
+        return jax.device_put(host_value)
+
+    def validate(self, backend_value: Any, type: Any) -> None:
+        if not isinstance(backend_value, jax.Array):
+            raise PayloadError(type, "<value>", "a jax.Array", backend_value)
+        _check_array(type, backend_value, self._shape(type))
+
+    def payload_spec(self, type: Any) -> ArrayPayloadSpec:
+        return ArrayPayloadSpec(shape=self._shape(type), dtype=str(type.dtype))
+
+
+class TensorCodec(_ArrayCodec):
+    """`TensorType` values: numpy arrays on the host, ``jax.Array`` under JAX."""
+
+    spec = CodecSpec(backend="jax", type="aesara.tensor.type.TensorType")
+
+    def _shape(self, type: Any) -> tuple[Any, ...]:
+        return tuple(type.shape)
+
+    def decode(self, backend_value: Any, type: Any) -> np.ndarray:
+        self.validate(backend_value, type)
+        array = np.asarray(backend_value)
+        return array if array.flags.writeable else array.copy()
+
+
+class ScalarCodec(_ArrayCodec):
+    """`ScalarType` values: numpy scalars on the host, 0-d ``jax.Array`` under JAX."""
+
+    spec = CodecSpec(backend="jax", type="aesara.scalar.basic.ScalarType")
+
+    def _shape(self, type: Any) -> tuple[Any, ...]:
+        return ()
+
+    def decode(self, backend_value: Any, type: Any) -> np.generic:
+        self.validate(backend_value, type)
+        return np.dtype(type.dtype).type(np.asarray(backend_value))
+
+
+def _words_to_int(words: np.ndarray) -> int:
+    return int.from_bytes(words.astype("<u4").tobytes(), "little")
+
+
+def _int_to_words(value: int, count: int) -> np.ndarray:
+    return np.frombuffer(value.to_bytes(4 * count, "little"), dtype="<u4").astype(np.uint32)
+
+
+class PRNGKeyCodec:
+    """Random states as typed JAX PRNG keys; see the module docstring.
+
+    Subclasses say which host object they build and how a key is embedded
+    in its state.
+    """
+
+    spec: CodecSpec
+    host_name: str
+    state_words: int
+
+    def __init__(self, impl: str = DEFAULT_KEY_IMPL) -> None:
+        self.impl = impl
+        shape = jax.eval_shape(
+            lambda: jax.random.key_data(jax.random.key(0, impl=impl))
+        ).shape
+        self.key_words = int(np.prod(shape))
+        self._key_shape = tuple(shape)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(impl={self.impl!r})"
+
+    def payload_spec(self, type: Any) -> KeyPayloadSpec:
+        return KeyPayloadSpec(impl=self.impl, key_data_shape=self._key_shape)
+
+    def encode(self, host_value: Any, type: Any) -> jax.Array:
+        state = self.host_state(host_value, type)
+        words = self._embedded_words(state)
+        if words is None:
+            words = self._hashed_words(state)
+        return jax.random.wrap_key_data(words.reshape(self._key_shape), impl=self.impl)
+
+    def decode(self, backend_value: Any, type: Any) -> Any:
+        self.validate(backend_value, type)
+        words = np.asarray(jax.random.key_data(backend_value), dtype=np.uint32).ravel()
+        return self.host_from_state(self.embed(words))
+
+    def validate(self, backend_value: Any, type: Any) -> None:
+        expected = f"a typed JAX PRNG key of impl {self.impl!r} and shape ()"
+        if not isinstance(backend_value, jax.Array):
+            raise PayloadError(type, "key", expected, backend_value)
+        if not jax.dtypes.issubdtype(backend_value.dtype, jax.dtypes.prng_key):
+            raise PayloadError(
+                type,
+                "key",
+                f"{expected} (wrap raw key data with "
+                f"jax.random.wrap_key_data(data, impl={self.impl!r}))",
+                backend_value,
+            )
+        if backend_value.shape != ():
+            raise PayloadError(type, "key.shape", "()", backend_value)
+        impl = str(jax.random.key_impl(backend_value))
+        if impl != self.impl:
+            raise PayloadError(type, "key.impl", repr(self.impl), impl)
+
+    def host_state(self, host_value: Any, type: Any) -> RNGState:
+        """Validate a host value of this codec's Type and return its state model."""
+        raise NotImplementedError
+
+    def host_from_state(self, state: RNGState) -> Any:
+        """Build the numpy host object of a state model."""
+        raise NotImplementedError
+
+    def embed(self, words: np.ndarray) -> RNGState:
+        """The host state that carries the key ``words``."""
+        raise NotImplementedError
+
+    def leading_words(self, state: RNGState) -> np.ndarray | None:
+        """The first ``key_words`` words of an embedding laid out like ``state``."""
+        raise NotImplementedError
+
+    def _state_words(self, words: np.ndarray) -> np.ndarray:
+        extra = 4 * (self.state_words - words.size)
+        stream = hashlib.shake_256(
+            _EMBED_TAG + self.impl.encode() + b"\0" + words.astype("<u4").tobytes()
+        ).digest(extra)
+        return np.concatenate([words, np.frombuffer(stream, dtype="<u4")]).astype(np.uint32)
+
+    def _embedded_words(self, state: RNGState) -> np.ndarray | None:
+        words = self.leading_words(state)
+        if words is None or self.embed(words) != state:
+            return None
+        return words
+
+    def _hashed_words(self, state: RNGState) -> np.ndarray:
+        digest = hashlib.blake2b(
+            _HASH_TAG + self.impl.encode() + b"\0" + state.fingerprint(),
+            digest_size=4 * self.key_words,
+        ).digest()
+        return np.frombuffer(digest, dtype="<u4").astype(np.uint32)
+
+
+def _parsed_state(
+    type: Any, host_value: Any, host_class: type, legacy: bool, read: Callable[[Any], dict]
+) -> RNGState:
+    if isinstance(host_value, host_class):
+        host_value = read(host_value)
+    elif not isinstance(host_value, dict):
+        raise PayloadError(
+            type, "<value>", f"a numpy {host_class.__name__} or its state dict", host_value
+        )
+    return parse_rng_state(type, host_value, legacy=legacy)
+
+
+class RandomGeneratorCodec(PRNGKeyCodec):
+    """`RandomGeneratorType` <-> JAX PRNG key; decodes to a PCG64 `Generator`."""
+
+    spec = CodecSpec(backend="jax", type="aesara.tensor.random.type.RandomGeneratorType")
+    state_words = 8
+
+    def host_state(self, host_value: Any, type: Any) -> RNGState:
+        return _parsed_state(
+            type, host_value, np.random.Generator, False, lambda g: g.bit_generator.state
+        )
+
+    def host_from_state(self, state: RNGState) -> np.random.Generator:
+        bit_generator = np.random.PCG64()
+        bit_generator.state = state.to_numpy()
+        return np.random.Generator(bit_generator)
+
+    def embed(self, words: np.ndarray) -> PCG64State:
+        full = self._state_words(words)
+        return PCG64State(
+            bit_generator="PCG64",
+            state={"state": _words_to_int(full[:4]), "inc": _words_to_int(full[4:]) | 1},
+            has_uint32=0,
+            uinteger=0,
+        )
+
+    def leading_words(self, state: RNGState) -> np.ndarray | None:
+        if not isinstance(state, PCG64State) or state.bit_generator != "PCG64":
+            return None
+        return _int_to_words(state.state.state, 4)[: self.key_words]
+
+
+class RandomStateCodec(PRNGKeyCodec):
+    """`RandomStateType` <-> JAX PRNG key; decodes to an MT19937 `RandomState`."""
+
+    spec = CodecSpec(backend="jax", type="aesara.tensor.random.type.RandomStateType")
+    state_words = 624
+
+    def host_state(self, host_value: Any, type: Any) -> RNGState:
+        return _parsed_state(
+            type, host_value, np.random.RandomState, True, lambda r: r.get_state(legacy=False)
+        )
+
+    def host_from_state(self, state: RNGState) -> np.random.RandomState:
+        host = np.random.RandomState(np.random.MT19937(0))
+        host.set_state(state.to_numpy())
+        return host
+
+    def embed(self, words: np.ndarray) -> LegacyRandomState:
+        return LegacyRandomState(
+            bit_generator="MT19937",
+            state={"key": self._state_words(words), "pos": 624},
+            has_gauss=0,
+            gauss=0.0,
+        )
+
+    def leading_words(self, state: RNGState) -> np.ndarray | None:
+        return state.state.key[: self.key_words].copy()
