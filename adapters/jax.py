@@ -1,8 +1,11 @@
 """Codecs of the JAX backend.
 
 Tensors and scalars
-    Host values are numpy arrays/scalars, backend values are ``jax.Array``.
-    Decoding returns writeable numpy values of the Type's exact dtype.
+    Host values are numpy arrays/scalars. Encoding checks them and hands them
+    on as they are: ``jax.jit`` moves numpy arrays to the device itself, far
+    faster than ``jax.device_put`` from Python. Backend values (what JAX
+    returns) are ``jax.Array``; decoding returns writeable numpy values of the
+    Type's exact dtype.
     64-bit dtypes need ``jax_enable_x64``; without it JAX would silently
     narrow them, so the codec raises instead.
 
@@ -44,7 +47,6 @@ from aejax.adapters.schemas import (
     ArrayPayloadSpec,
     CodecSpec,
     KeyPayloadSpec,
-    LegacyRandomState,
     PCG64State,
     RNGState,
     parse_rng_state,
@@ -86,16 +88,16 @@ class _ArrayCodec:
     def _shape(self, type: Any) -> tuple[Any, ...]:
         raise NotImplementedError
 
-    def encode(self, host_value: Any, type: Any) -> jax.Array:
+    def encode(self, host_value: Any, type: Any) -> np.ndarray | np.generic:
         if not isinstance(host_value, (np.ndarray, np.generic)):
             raise PayloadError(type, "<value>", "a numpy array or scalar", host_value)
         _check_array(type, host_value, self._shape(type))
         _check_x64(type, host_value.dtype)
-        return jax.device_put(host_value)
+        return host_value
 
     def validate(self, backend_value: Any, type: Any) -> None:
-        if not isinstance(backend_value, jax.Array):
-            raise PayloadError(type, "<value>", "a jax.Array", backend_value)
+        if not isinstance(backend_value, (jax.Array, np.ndarray, np.generic)):
+            raise PayloadError(type, "<value>", "a jax.Array or numpy array", backend_value)
         _check_array(type, backend_value, self._shape(type))
 
     def payload_spec(self, type: Any) -> ArrayPayloadSpec:
@@ -129,6 +131,15 @@ class ScalarCodec(_ArrayCodec):
         return np.dtype(type.dtype).type(np.asarray(backend_value))
 
 
+def _same_state_dict(a: Any, b: Any) -> bool:
+    """Equality of two numpy random-state dicts (their arrays compared by value)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_state_dict(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    return a == b
+
+
 def _words_to_int(words: np.ndarray) -> int:
     return int.from_bytes(words.astype("<u4").tobytes(), "little")
 
@@ -140,13 +151,18 @@ def _int_to_words(value: int, count: int) -> np.ndarray:
 class PRNGKeyCodec:
     """Random states as typed JAX PRNG keys; see the module docstring.
 
-    Subclasses say which host object they build and how a key is embedded
-    in its state.
+    Besides the `StateCodec` methods it converts between host values and the
+    key's raw ``uint32`` words (`encode_words` / `decode_words`), which a
+    linker may pass across its jit boundary and wrap into a key inside the
+    traced function. It remembers the host values it decoded most recently,
+    so encoding one of them again, unchanged, costs a state comparison.
+    Subclasses say which host object they build and how a key is embedded in
+    its state.
     """
 
     spec: CodecSpec
-    host_name: str
     state_words: int
+    recent_limit = 256
 
     def __init__(self, impl: str = DEFAULT_KEY_IMPL) -> None:
         self.impl = impl
@@ -154,25 +170,43 @@ class PRNGKeyCodec:
             lambda: jax.random.key_data(jax.random.key(0, impl=impl))
         ).shape
         self.key_words = int(np.prod(shape))
-        self._key_shape = tuple(shape)
+        self.key_shape = tuple(shape)
+        self._recent: dict[int, tuple[Any, Any, np.ndarray]] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(impl={self.impl!r})"
 
     def payload_spec(self, type: Any) -> KeyPayloadSpec:
-        return KeyPayloadSpec(impl=self.impl, key_data_shape=self._key_shape)
+        return KeyPayloadSpec(impl=self.impl, key_data_shape=self.key_shape)
 
     def encode(self, host_value: Any, type: Any) -> jax.Array:
+        return jax.random.wrap_key_data(self.encode_words(host_value, type), impl=self.impl)
+
+    def decode(self, backend_value: Any, type: Any) -> Any:
+        self.validate(backend_value, type)
+        return self.decode_words(np.asarray(jax.random.key_data(backend_value)), type)
+
+    def encode_words(self, host_value: Any, type: Any) -> np.ndarray:
+        """The key data (``uint32``, shape ``key_shape``) of a host value."""
+        recent = self._recent.get(id(host_value))
+        if recent is not None and recent[0] is host_value and self.same_state(host_value, recent[1]):
+            return recent[2]
         state = self.host_state(host_value, type)
         words = self._embedded_words(state)
         if words is None:
             words = self._hashed_words(state)
-        return jax.random.wrap_key_data(words.reshape(self._key_shape), impl=self.impl)
+        return words.reshape(self.key_shape)
 
-    def decode(self, backend_value: Any, type: Any) -> Any:
-        self.validate(backend_value, type)
-        words = np.asarray(jax.random.key_data(backend_value), dtype=np.uint32).ravel()
-        return self.host_from_state(self.embed(words))
+    def decode_words(self, words: np.ndarray, type: Any) -> Any:
+        """The host value that embeds the key data ``words``."""
+        words = np.asarray(words, dtype=np.uint32)
+        if words.shape != self.key_shape:
+            raise PayloadError(type, "key_data.shape", str(self.key_shape), words)
+        host = self.host_from_state(self.embed(words.ravel()))
+        if len(self._recent) >= self.recent_limit:
+            self._recent.pop(next(iter(self._recent)))
+        self._recent[id(host)] = (host, self.raw_state(host), words)
+        return host
 
     def validate(self, backend_value: Any, type: Any) -> None:
         expected = f"a typed JAX PRNG key of impl {self.impl!r} and shape ()"
@@ -196,12 +230,20 @@ class PRNGKeyCodec:
         """Validate a host value of this codec's Type and return its state model."""
         raise NotImplementedError
 
-    def host_from_state(self, state: RNGState) -> Any:
-        """Build the numpy host object of a state model."""
+    def host_from_state(self, state: dict[str, Any]) -> Any:
+        """Build the numpy host object of a numpy state dict."""
         raise NotImplementedError
 
-    def embed(self, words: np.ndarray) -> RNGState:
-        """The host state that carries the key ``words``."""
+    def raw_state(self, host_value: Any) -> Any:
+        """numpy's own state of a host object, as cheap to read as possible."""
+        raise NotImplementedError
+
+    def same_state(self, host_value: Any, raw_state: Any) -> bool:
+        """Whether ``host_value`` is still in the state ``raw_state``."""
+        return self.raw_state(host_value) == raw_state
+
+    def embed(self, words: np.ndarray) -> dict[str, Any]:
+        """The numpy state dict that carries the key ``words``."""
         raise NotImplementedError
 
     def leading_words(self, state: RNGState) -> np.ndarray | None:
@@ -217,7 +259,7 @@ class PRNGKeyCodec:
 
     def _embedded_words(self, state: RNGState) -> np.ndarray | None:
         words = self.leading_words(state)
-        if words is None or self.embed(words) != state:
+        if words is None or not _same_state_dict(self.embed(words), state.to_numpy()):
             return None
         return words
 
@@ -252,19 +294,22 @@ class RandomGeneratorCodec(PRNGKeyCodec):
             type, host_value, np.random.Generator, False, lambda g: g.bit_generator.state
         )
 
-    def host_from_state(self, state: RNGState) -> np.random.Generator:
-        bit_generator = np.random.PCG64()
-        bit_generator.state = state.to_numpy()
+    def host_from_state(self, state: dict[str, Any]) -> np.random.Generator:
+        bit_generator = np.random.PCG64(0)
+        bit_generator.state = state
         return np.random.Generator(bit_generator)
 
-    def embed(self, words: np.ndarray) -> PCG64State:
+    def raw_state(self, host_value: Any) -> Any:
+        return host_value.bit_generator.state
+
+    def embed(self, words: np.ndarray) -> dict[str, Any]:
         full = self._state_words(words)
-        return PCG64State(
-            bit_generator="PCG64",
-            state={"state": _words_to_int(full[:4]), "inc": _words_to_int(full[4:]) | 1},
-            has_uint32=0,
-            uinteger=0,
-        )
+        return {
+            "bit_generator": "PCG64",
+            "state": {"state": _words_to_int(full[:4]), "inc": _words_to_int(full[4:]) | 1},
+            "has_uint32": 0,
+            "uinteger": 0,
+        }
 
     def leading_words(self, state: RNGState) -> np.ndarray | None:
         if not isinstance(state, PCG64State) or state.bit_generator != "PCG64":
@@ -283,18 +328,24 @@ class RandomStateCodec(PRNGKeyCodec):
             type, host_value, np.random.RandomState, True, lambda r: r.get_state(legacy=False)
         )
 
-    def host_from_state(self, state: RNGState) -> np.random.RandomState:
+    def host_from_state(self, state: dict[str, Any]) -> np.random.RandomState:
         host = np.random.RandomState(np.random.MT19937(0))
-        host.set_state(state.to_numpy())
+        host.set_state(state)
         return host
 
-    def embed(self, words: np.ndarray) -> LegacyRandomState:
-        return LegacyRandomState(
-            bit_generator="MT19937",
-            state={"key": self._state_words(words), "pos": 624},
-            has_gauss=0,
-            gauss=0.0,
-        )
+    def raw_state(self, host_value: Any) -> Any:
+        return host_value.get_state(legacy=False)
+
+    def same_state(self, host_value: Any, raw_state: Any) -> bool:
+        return _same_state_dict(self.raw_state(host_value), raw_state)
+
+    def embed(self, words: np.ndarray) -> dict[str, Any]:
+        return {
+            "bit_generator": "MT19937",
+            "state": {"key": self._state_words(words), "pos": 624},
+            "has_gauss": 0,
+            "gauss": 0.0,
+        }
 
     def leading_words(self, state: RNGState) -> np.ndarray | None:
         return state.state.key[: self.key_words].copy()

@@ -1,1 +1,27 @@
-"""aejax.linker: a JAX linker for Aesara graphs built on aejax.adapters codecs."""
+"""aejax.linker: compile Aesara graphs to JAX behind a codec boundary.
+
+Importing it registers the mode ``"AEJAX"``::
+
+    import aejax.linker
+    f = aesara.function([x], y, mode="AEJAX")   # or mode=aejax.linker.mode
+"""
+
+from aejax.linker.dispatch import jax_funcify
+from aejax.linker.errors import AejaxLinkerError, InputValueError, LoweringError
+from aejax.linker.linker import JAXCodecLinker
+from aejax.linker.mode import JAX_REWRITES, MODE_NAME, mode, use_for_aesara_jax_mode
+from aejax.linker.static_inputs import ShapeInputWarning, StaticInputProgram
+
+__all__ = [
+    "JAX_REWRITES",
+    "MODE_NAME",
+    "AejaxLinkerError",
+    "InputValueError",
+    "JAXCodecLinker",
+    "LoweringError",
+    "ShapeInputWarning",
+    "StaticInputProgram",
+    "jax_funcify",
+    "mode",
+    "use_for_aesara_jax_mode",
+]

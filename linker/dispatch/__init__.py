@@ -1,0 +1,10 @@
+"""aejax's JAX lowerings, one module per family of Ops.
+
+Importing this package registers them on `jax_funcify`, which falls back to
+Aesara's own lowerings for every other Op.
+"""
+
+from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.dispatch import basic_ops, random, shape, subtensor, tensor_basic
+
+__all__ = ["jax_funcify"]

@@ -1,0 +1,49 @@
+"""Shapes as concrete numpy values while tracing."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+from aesara.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
+
+from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.dispatch.tensor_basic import static_ints
+from aejax.linker.lowering import is_traced
+
+
+@jax_funcify.register(Shape)
+def _shape(op: Shape, **kwargs: Any) -> Callable[..., Any]:
+    def shape(x: Any) -> np.ndarray:
+        return np.asarray(np.shape(x), dtype="int64")
+
+    return shape
+
+
+@jax_funcify.register(Shape_i)
+def _shape_i(op: Shape_i, **kwargs: Any) -> Callable[..., Any]:
+    def shape_i(x: Any) -> np.int64:
+        return np.int64(np.shape(x)[op.i])
+
+    return shape_i
+
+
+@jax_funcify.register(Reshape)
+def _reshape(op: Reshape, **kwargs: Any) -> Callable[..., Any]:
+    def reshape(x: Any, shape: Any) -> Any:
+        return x.reshape(static_ints(shape))
+
+    return reshape
+
+
+@jax_funcify.register(SpecifyShape)
+def _specify_shape(op: SpecifyShape, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    def specify_shape(x: Any, *shape: Any) -> Any:
+        for axis, (want, got) in enumerate(zip(shape, np.shape(x))):
+            if want is not None and not is_traced(want) and int(want) != got:
+                raise ValueError(
+                    f"SpecifyShape: axis {axis} has length {got}, expected {int(want)}"
+                )
+        return x
+
+    return specify_shape

@@ -1,0 +1,146 @@
+"""The JAX linker: Aesara's `JITLinker` with a codec storage boundary.
+
+Inputs are encoded by their ``"jax"`` codec before each call (a shared numpy
+`Generator` becomes a PRNG key) and outputs decoded after it (the advanced key
+becomes a numpy `Generator` again), so shared variables are used as they are
+and keep host values every Aesara backend understands. `Type.filter` is never
+applied to backend values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import jax
+import numpy as np
+from aesara.graph.basic import Variable
+from aesara.link.basic import JITLinker
+
+from aejax.adapters import CodecError, KeyPayloadSpec, StateCodec, codec_for
+from aejax.linker.dispatch import jax_funcify
+from aejax.linker.errors import InputValueError, LoweringError
+from aejax.linker.static_inputs import StaticInputProgram
+
+BACKEND = "jax"
+
+
+@dataclass(frozen=True)
+class BoundaryValue:
+    """One input or output of the compiled graph with its codec and storage cell.
+
+    Arrays cross the jit boundary as themselves. A random state crosses it as
+    its key's raw ``uint32`` words (``key_impl`` is set): they are wrapped into
+    a typed key as the traced function starts and unwrapped as it ends, so
+    inside it a random state is only ever a key, while the call avoids JAX's
+    slow path for key-typed arguments.
+    """
+
+    variable: Variable
+    codec: StateCodec
+    storage: list[Any]
+    key_impl: str | None
+
+    def encode(self) -> Any:
+        host = self.storage[0]
+        try:
+            if self.key_impl is None:
+                return self.codec.encode(host, self.variable.type)
+            return self.codec.encode_words(host, self.variable.type)  # type: ignore[attr-defined]
+        except CodecError as error:
+            raise InputValueError(f"input {_label(self.variable)}: {error}") from error
+
+    def enter(self, value: Any) -> Any:
+        if self.key_impl is None:
+            return value
+        return jax.random.wrap_key_data(value, impl=self.key_impl)
+
+    def leave(self, value: Any) -> Any:
+        if self.key_impl is None:
+            return value
+        if not jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
+            raise LoweringError(
+                f"output {_label(self.variable)} should be a PRNG key inside the "
+                f"traced function, got {value.dtype}",
+                node=self.variable.owner,
+            )
+        return jax.random.key_data(value)
+
+    def decode(self, value: Any) -> Any:
+        try:
+            if self.key_impl is None:
+                return self.codec.decode(value, self.variable.type)
+            return self.codec.decode_words(np.asarray(value), self.variable.type)  # type: ignore[attr-defined]
+        except CodecError as error:
+            raise InputValueError(f"output {_label(self.variable)}: {error}") from error
+
+
+def _label(var: Variable) -> str:
+    return f"{var.name!r}" if var.name else str(var)
+
+
+def boundary(variables: list[Variable], storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
+    """The codec-backed cells of ``variables``."""
+    cells = []
+    for var in variables:
+        codec = codec_for(BACKEND, var.type)
+        spec = codec.payload_spec(var.type)
+        key_impl = spec.impl if isinstance(spec, KeyPayloadSpec) else None
+        cells.append(BoundaryValue(var, codec, storage_map[var], key_impl))
+    return cells
+
+
+def across_boundary(
+    fn: Callable[..., tuple[Any, ...]], inputs: list[BoundaryValue], outputs: list[BoundaryValue]
+) -> Callable[..., tuple[Any, ...]]:
+    """``fn`` taking and returning values in their jit-boundary form."""
+
+    def boundary_fn(*values: Any) -> tuple[Any, ...]:
+        results = fn(*[cell.enter(v) for cell, v in zip(inputs, values)])
+        return tuple(cell.leave(r) for cell, r in zip(outputs, results))
+
+    return boundary_fn
+
+
+class JAXCodecLinker(JITLinker):
+    """Compile a whole `FunctionGraph` with `jax.jit` behind a codec boundary."""
+
+    def fgraph_convert(self, fgraph: Any, **kwargs: Any) -> Callable[..., tuple[Any, ...]]:
+        return jax_funcify(fgraph)
+
+    def jit_compile(self, fn: Callable[..., tuple[Any, ...]]) -> StaticInputProgram:
+        return StaticInputProgram(self.fgraph, fn)
+
+    def create_thunk_inputs(self, storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
+        return boundary(self.fgraph.inputs, storage_map)
+
+    def output_filter(self, var: Variable, out: Any) -> Any:
+        return codec_for(BACKEND, var.type).decode(out, var.type)
+
+    def create_jitable_thunk(
+        self, compute_map: Any, order: Any, input_storage: Any, output_storage: Any, storage_map: Any
+    ) -> tuple[list[Callable[[], None]], list[Any], StaticInputProgram]:
+        inputs = self.create_thunk_inputs(storage_map)
+        outputs = boundary(self.fgraph.outputs, storage_map)
+        traced = self.fgraph_convert(
+            self.fgraph,
+            order=order,
+            input_storage=input_storage,
+            output_storage=output_storage,
+            storage_map=storage_map,
+        )
+        program = self.jit_compile(across_boundary(traced, inputs, outputs))
+        computed = [compute_map[v] for v in self.fgraph.outputs]
+
+        def thunk() -> None:
+            results = program(*[cell.encode() for cell in inputs])
+            decoded = [cell.decode(value) for cell, value in zip(outputs, results)]
+            for cell, value, flag in zip(outputs, decoded, computed):
+                cell.storage[0] = value
+                flag[0] = True
+
+        thunk.inputs = [cell.storage for cell in inputs]  # type: ignore[attr-defined]
+        thunk.outputs = [cell.storage for cell in outputs]  # type: ignore[attr-defined]
+        thunk.lazy = False  # type: ignore[attr-defined]
+        output_nodes = [o.owner for o in self.fgraph.outputs if o.owner is not None][:1]
+        return [thunk], output_nodes, program
