@@ -11,7 +11,9 @@ shapes concrete while JAX traces it (ARCHITECTURE.md, "Shapes under jit"):
 - Every other node runs its JAX lowering; outputs are cast to the dtype the
   graph declares, so JAX's promotion rules never change a graph's types.
 
-A failing node raises `LoweringError` naming the node and its traced inputs.
+A failing node raises `LoweringError` naming the node and its traced inputs,
+except an Op that declares the exception it raises (``exc_type``, as
+`CheckAndRaise` does): its exception passes through unchanged.
 """
 
 from __future__ import annotations
@@ -140,6 +142,8 @@ def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[A
             raise
         raise LoweringError(f"{error}\n(inside node {node})", node=node) from error
     except Exception as error:
+        if type(error) is getattr(node.op, "exc_type", None):
+            raise
         raise node_error(node, args, error) from error
     if folded is not None:
         return folded

@@ -1,0 +1,80 @@
+"""Errors that name the Op, node and variable at fault."""
+
+import aesara
+import aesara.tensor as at
+import numpy as np
+import pytest
+from aesara.graph.basic import Apply
+from aesara.graph.op import Op
+
+import aejax.linker
+from aejax.linker import LoweringError
+
+
+class DoubleOp(Op):
+    """An Op with a Python implementation only."""
+
+    def make_node(self, x):
+        x = at.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = inputs[0] * 2
+
+
+def test_op_without_lowering_names_the_op_and_says_what_to_do():
+    x = at.dvector("x")
+    with pytest.raises(LoweringError) as info:
+        aesara.function([x], DoubleOp()(x), mode=aejax.linker.mode)
+    message = str(info.value)
+    assert "DoubleOp" in message and "jax_funcify.register" in message
+
+
+def test_registering_a_lowering_makes_it_work():
+    class TripleOp(DoubleOp):
+        pass
+
+    @aejax.linker.jax_funcify.register(TripleOp)
+    def _triple(op, **kwargs):
+        return lambda x: x * 3
+
+    x = at.dvector("x")
+    f = aesara.function([x], TripleOp()(x), mode=aejax.linker.mode)
+    np.testing.assert_array_equal(f(np.ones(2)), [3.0, 3.0])
+
+
+def test_data_dependent_shape_names_the_node_and_variable():
+    x = at.dvector("x")
+    n = at.cast(x.sum(), "int64")
+    f = aesara.function([x], at.ones((n,)), mode=aejax.linker.mode)
+    with pytest.raises(LoweringError) as info:
+        f(np.ones(3))
+    message = str(info.value)
+    assert "JAX could not trace node" in message
+    assert "Traced inputs of the node" in message
+    assert "_error_repr" not in message
+
+
+def test_concrete_assertion_failure_raises():
+    x = at.dvector("x")
+    from aesara.raise_op import Assert
+
+    checked = Assert("x must have 3 entries")(x, at.eq(x.shape[0], 3))
+    f = aesara.function([x], checked * 2, mode=aejax.linker.mode)
+    np.testing.assert_array_equal(f(np.ones(3)), 2 * np.ones(3))
+    with pytest.raises(AssertionError, match="3 entries"):
+        f(np.ones(2))
+
+
+def test_aesara_jax_mode_is_untouched_until_opt_in(monkeypatch):
+    from aesara.compile import mode as aesara_mode
+
+    assert aesara_mode.predefined_modes["JAX"] is not aejax.linker.mode
+    assert aesara_mode.predefined_modes["AEJAX"] is aejax.linker.mode
+    monkeypatch.setitem(aesara_mode.predefined_modes, "JAX", aesara_mode.predefined_modes["JAX"])
+    aejax.linker.use_for_aesara_jax_mode()
+    assert aesara_mode.predefined_modes["JAX"] is aejax.linker.mode
+    a = at.iscalar("a")
+    f = aesara.function([a], at.arange(3)[:a], mode="JAX")
+    with pytest.warns(aejax.linker.ShapeInputWarning):
+        np.testing.assert_array_equal(f(2), [0, 1])

@@ -1,0 +1,136 @@
+"""Graphs of ordinary Ops under aejax's mode against the reference backend."""
+
+import warnings
+
+import aesara
+import aesara.tensor as at
+import numpy as np
+import pytest
+from aesara.ifelse import ifelse
+
+import aejax.linker
+from aejax.linker import ShapeInputWarning
+from tests.reference import assert_matches_reference
+
+rng = np.random.default_rng(42)
+X = rng.normal(size=(3, 4))
+Y = rng.normal(size=(4, 2))
+V = rng.normal(size=4)
+
+
+def case(name, build, *values):
+    return pytest.param(build, values, id=name)
+
+
+def _x():
+    return at.dmatrix("x")
+
+
+def _v():
+    return at.dvector("v")
+
+
+CASES = [
+    case("elemwise", lambda x: [at.exp(x) * 2 - at.tanh(x) / (1 + x**2)], X),
+    case("comparisons", lambda x: [at.switch(x > 0, x, -x), at.eq(x, 0), at.maximum(x, 0.5)], X),
+    case("int arithmetic", lambda v: [at.cast(v * 10, "int32") // 3, at.cast(v * 10, "int64") % 4], V),
+    case("reductions", lambda x: [x.sum(), x.sum(axis=0), x.max(axis=1), x.prod(), x.mean(), at.argmax(x, axis=1)], X),
+    case("dot", lambda x: [at.dot(x, at.constant(Y)), x.T @ x], X),
+    case("reshape and dimshuffle", lambda x: [x.reshape((4, 3)), x.dimshuffle(1, "x", 0), x.flatten(), x.shape], X),
+    case("reshape from runtime shape", lambda x: [x.reshape((x.shape[1], x.shape[0] * 1))], X),
+    case("basic subtensor", lambda x: [x[1], x[:, 1:3], x[::-1, -1], x[1:, ::2]], X),
+    case("advanced subtensor", lambda x: [x[[0, 2]], x[[0, 2], [1, 3]], x[:, [3, 0]]], X),
+    case("boolean mask sum", lambda v: [v[v > 0].sum()], V),
+    case("set and inc subtensor", lambda x: [at.set_subtensor(x[1:, 2], 5.0), at.inc_subtensor(x[0], 1.0), at.inc_subtensor(x[[0, 0, 2]], 1.0)], X),
+    case("alloc and zeros", lambda x: [at.zeros_like(x) + 1, at.alloc(x[0, 0], 2, x.shape[1]), at.ones((x.shape[0] * 2,))], X),
+    case("arange from shapes", lambda x: [at.arange(x.shape[0]), at.arange(1, x.shape[1] * 2, 2), at.arange(0.0, 1.0, 0.25)], X),
+    case("concatenate and stack", lambda x: [at.concatenate([x, x], axis=0), at.stack([x[0], x[1]]), at.join(1, x, x)], X),
+    case("eye", lambda x: [at.eye(x.shape[0], x.shape[1], 1)], X),
+    case("ifelse", lambda v: [ifelse(v.sum() > 0, v * 2, v - 1)], V),
+    case("cumsum and extra ops", lambda v: [at.cumsum(v), at.extra_ops.repeat(v, 2), at.sort(v), at.argsort(v)], V),
+    case("linear algebra", lambda x: [at.nlinalg.matrix_inverse(x @ x.T + at.eye(3)), at.nlinalg.det(x @ x.T)], X),
+]
+
+
+@pytest.mark.parametrize("build, values", CASES)
+def test_graph_matches_reference(build, values):
+    inputs = [_x() if np.ndim(v) == 2 else _v() for v in values]
+    assert_matches_reference(inputs, build(*inputs), *values)
+
+
+def test_runtime_scalar_index():
+    x, i = _x(), at.iscalar("i")
+    for value in (0, 2, -1):
+        assert_matches_reference([x, i], [x[i], x[:, i], at.set_subtensor(x[i, 0], 1.0)], X, value)
+
+
+def test_problem_report_dynamic_slice():
+    a = at.iscalar("a")
+    x = at.arange(3)
+    f = aesara.function([a], x[:a], mode=aejax.linker.mode)
+    with pytest.warns(ShapeInputWarning, match="'a'"):
+        first = f(1)
+    np.testing.assert_array_equal(first, np.arange(3)[:1])
+    np.testing.assert_array_equal(f(2), np.arange(3)[:2])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: at.zeros((n * 2,)),
+        lambda n: at.arange(n + 1),
+        lambda n: at.ones((at.cast(n, "int64"), 2)),
+        lambda n: at.arange(10)[: n - 1],
+    ],
+    ids=["n * 2", "a + 1", "cast", "slice n - 1"],
+)
+@pytest.mark.parametrize("dtype", ["int32", "int64", "int8", "uint16"])
+def test_runtime_shape_inputs_of_any_integer_dtype(make, dtype):
+    n = at.scalar("n", dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapeInputWarning)
+        for value in (2, 3):
+            assert_matches_reference([n], make(n), value)
+
+
+def test_compile_cache_is_hit_for_repeated_value_and_grows_for_new_one():
+    n = at.iscalar("n")
+    v = _v()
+    f = aesara.function([n, v], at.ones((n,)) * v.sum(), mode=aejax.linker.mode)
+    program = f.vm.jit_fn
+    with pytest.warns(ShapeInputWarning) as record:
+        f(3, V)
+    assert len([w for w in record if issubclass(w.category, ShapeInputWarning)]) == 1
+    assert len(program.programs) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ShapeInputWarning)
+        f(3, V * 2)
+        assert len(program.programs) == 1
+        np.testing.assert_allclose(f(4, V), np.ones(4) * V.sum())
+    assert len(program.programs) == 2
+    assert program.static_positions == (0,)
+
+
+def test_shared_tensor_updates_match_reference():
+    for mode in ("FAST_COMPILE", aejax.linker.mode):
+        s = aesara.shared(np.arange(3.0), name="s")
+        f = aesara.function([], s.sum(), updates={s: s * 2 + 1}, mode=mode)
+        results = [f() for _ in range(3)]
+        if mode == "FAST_COMPILE":
+            expected = (results, s.get_value())
+        else:
+            assert results == expected[0]
+            np.testing.assert_array_equal(s.get_value(), expected[1])
+
+
+def test_outputs_are_writeable_numpy_arrays():
+    x = _x()
+    f = aesara.function([x], [x * 2, x.sum()], mode=aejax.linker.mode)
+    out, total = f(X)
+    assert isinstance(out, np.ndarray) and out.flags.writeable
+    assert isinstance(total, np.ndarray) and total.dtype == np.float64
+
+
+def test_float32_graph_keeps_float32():
+    x = at.fvector("x")
+    assert_matches_reference([x], [x * 2 + at.constant(np.float32(1)), x.sum()], V.astype("float32"), rtol=1e-6)

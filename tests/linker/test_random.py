@@ -1,0 +1,130 @@
+"""Every random variable Aesara's JAX backend knows, drawn through PRNG keys.
+
+Draws cannot match numpy's, so each distribution is checked for shape,
+dtype, agreement in distribution with a large reference sample (two-sample
+Kolmogorov-Smirnov test), reproducibility from a seed and advancing state.
+"""
+
+import aesara
+import aesara.tensor as at
+import numpy as np
+import pytest
+from aesara.tensor.random.utils import RandomStream
+from scipy import stats
+
+import aejax.linker
+
+N = 4000
+LEGACY = np.random.RandomState
+GENERATOR = np.random.default_rng
+
+
+def rv(name, draw, ctors=(LEGACY, GENERATOR)):
+    return [pytest.param(draw, ctor, id=f"{name}-{ctor.__name__}") for ctor in ctors]
+
+
+UNIVARIATE = [
+    *rv("normal", lambda s, n: s.normal(1.5, 2.0, size=n)),
+    *rv("uniform", lambda s, n: s.uniform(-1.0, 3.0, size=n)),
+    *rv("halfnormal", lambda s, n: s.halfnormal(0.5, 2.0, size=n)),
+    *rv("lognormal", lambda s, n: s.lognormal(0.2, 0.5, size=n)),
+    *rv("cauchy", lambda s, n: s.cauchy(1.0, 0.5, size=n)),
+    *rv("halfcauchy", lambda s, n: s.halfcauchy(0.0, 1.5, size=n)),
+    *rv("gumbel", lambda s, n: s.gumbel(1.0, 2.0, size=n)),
+    *rv("laplace", lambda s, n: s.laplace(-1.0, 0.5, size=n)),
+    *rv("logistic", lambda s, n: s.logistic(0.5, 1.5, size=n)),
+    *rv("exponential", lambda s, n: s.exponential(2.5, size=n)),
+    *rv("gamma", lambda s, n: s.gamma(2.5, 0.5, size=n)),
+    *rv("invgamma", lambda s, n: s.invgamma(3.0, 2.0, size=n)),
+    *rv("chisquare", lambda s, n: s.chisquare(4.0, size=n)),
+    *rv("beta", lambda s, n: s.beta(2.0, 5.0, size=n)),
+    *rv("pareto", lambda s, n: s.pareto(3.0, 2.0, size=n)),
+    *rv("studentt", lambda s, n: s.t(5.0, 1.0, 2.0, size=n)),
+    *rv("wald", lambda s, n: s.wald(1.5, 2.0, size=n)),
+    *rv("gengamma", lambda s, n: s.gengamma(2.0, 1.5, 3.0, size=n)),
+    *rv("triangular", lambda s, n: s.triangular(0.0, 1.0, 3.0, size=n)),
+    *rv("weibull", lambda s, n: s.weibull(1.5, size=n)),
+    *rv("poisson", lambda s, n: s.poisson(3.5, size=n)),
+    *rv("bernoulli", lambda s, n: s.bernoulli(0.3, size=n)),
+    *rv("binomial", lambda s, n: s.binomial(10, 0.3, size=n)),
+    *rv("geometric", lambda s, n: s.geometric(0.3, size=n)),
+    *rv("categorical", lambda s, n: s.categorical(np.array([0.2, 0.5, 0.3]), size=n)),
+    *rv("randint", lambda s, n: s.randint(2, 9, size=n), ctors=(LEGACY,)),
+    *rv("integers", lambda s, n: s.integers(2, 9, size=n), ctors=(GENERATOR,)),
+    *rv("choice", lambda s, n: s.choice(np.arange(5), size=n, p=np.array([0.1, 0.2, 0.3, 0.2, 0.2]))),
+]
+
+
+def compile_draw(draw, ctor, mode, seed=11, n=N):
+    srng = RandomStream(seed=seed, rng_ctor=ctor)
+    return aesara.function([], draw(srng, n), updates=srng.updates(), mode=mode)
+
+
+@pytest.mark.parametrize("draw, ctor", UNIVARIATE)
+def test_univariate_draws_match_reference_in_distribution(draw, ctor):
+    reference = compile_draw(draw, ctor, "FAST_COMPILE")()
+    f = compile_draw(draw, ctor, aejax.linker.mode)
+    ours = f()
+    assert ours.shape == reference.shape == (N,)
+    assert ours.dtype == reference.dtype
+    assert stats.ks_2samp(ours, reference).pvalue > 1e-4
+    assert np.all(np.isfinite(ours))
+    np.testing.assert_array_equal(compile_draw(draw, ctor, aejax.linker.mode)(), ours)
+    assert not np.array_equal(f(), ours)
+
+
+@pytest.mark.parametrize("ctor", [LEGACY, GENERATOR])
+def test_size_implied_by_parameters(ctor):
+    srng = RandomStream(seed=3, rng_ctor=ctor)
+    loc = at.dvector("loc")
+    f = aesara.function([loc], srng.normal(loc, 1e-6), mode=aejax.linker.mode)
+    out = f(np.array([0.0, 10.0, 20.0]))
+    assert out.shape == (3,)
+    np.testing.assert_allclose(out, [0.0, 10.0, 20.0], atol=1e-4)
+
+
+@pytest.mark.parametrize("ctor", [LEGACY, GENERATOR])
+def test_size_from_runtime_shape(ctor):
+    srng = RandomStream(seed=3, rng_ctor=ctor)
+    x = at.dmatrix("x")
+    f = aesara.function([x], srng.uniform(0, 1, size=x.shape), mode=aejax.linker.mode)
+    assert f(np.zeros((2, 5))).shape == (2, 5)
+
+
+@pytest.mark.parametrize("ctor", [LEGACY, GENERATOR])
+def test_multivariate_normal_moments(ctor):
+    mean = np.array([1.0, -2.0])
+    cov = np.array([[2.0, 0.6], [0.6, 1.0]])
+    f = compile_draw(lambda s, n: s.multivariate_normal(mean, cov, size=n), ctor, aejax.linker.mode, n=20000)
+    out = f()
+    assert out.shape == (20000, 2) and out.dtype == np.float64
+    np.testing.assert_allclose(out.mean(axis=0), mean, atol=0.05)
+    np.testing.assert_allclose(np.cov(out.T), cov, atol=0.08)
+
+
+@pytest.mark.parametrize("ctor", [LEGACY, GENERATOR])
+def test_dirichlet_matches_reference_per_component(ctor):
+    alpha = np.array([1.0, 2.0, 4.0])
+    draw = lambda s, n: s.dirichlet(alpha, size=n)  # noqa: E731
+    reference = compile_draw(draw, ctor, "FAST_COMPILE")()
+    ours = compile_draw(draw, ctor, aejax.linker.mode)()
+    assert ours.shape == reference.shape == (N, 3)
+    np.testing.assert_allclose(ours.sum(axis=1), 1.0)
+    for k in range(3):
+        assert stats.ks_2samp(ours[:, k], reference[:, k]).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("ctor", [LEGACY, GENERATOR])
+def test_permutation_is_a_permutation_and_advances(ctor):
+    f = compile_draw(lambda s, n: s.permutation(np.arange(n)), ctor, aejax.linker.mode, n=50)
+    first, second = f(), f()
+    np.testing.assert_array_equal(np.sort(first), np.arange(50))
+    assert not np.array_equal(first, second)
+
+
+def test_float32_draws_keep_float32():
+    srng = RandomStream(seed=1)
+    with aesara.config.change_flags(floatX="float32"):
+        draw = srng.normal(0, 1, size=(5,))
+    f = aesara.function([], draw, mode=aejax.linker.mode)
+    assert draw.dtype == "float32" and f().dtype == np.float32

@@ -1,0 +1,36 @@
+"""Compare aejax's JAX mode with Aesara's reference backend on the same graph."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import aesara
+import numpy as np
+
+import aejax.linker
+
+REFERENCE = "FAST_COMPILE"
+
+
+def compile_both(inputs: Sequence[Any], outputs: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """The same graph compiled with the reference backend and with aejax."""
+    reference = aesara.function(inputs, outputs, mode=REFERENCE, **kwargs)
+    ours = aesara.function(inputs, outputs, mode=aejax.linker.mode, **kwargs)
+    return reference, ours
+
+
+def assert_matches_reference(
+    inputs: Sequence[Any], outputs: Any, *args: Any, rtol: float = 1e-7, **kwargs: Any
+) -> Any:
+    """Run both backends on ``args`` and check outputs agree in value, dtype and shape."""
+    reference, ours = compile_both(inputs, outputs, **kwargs)
+    expected, got = reference(*args), ours(*args)
+    if not isinstance(expected, list):
+        expected, got = [expected], [got]
+    for e, g in zip(expected, got):
+        g = np.asarray(g)
+        e = np.asarray(e)
+        assert g.dtype == e.dtype, (g.dtype, e.dtype)
+        assert g.shape == e.shape, (g.shape, e.shape)
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=1e-12)
+    return got
