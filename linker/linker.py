@@ -20,7 +20,8 @@ from aesara.link.basic import JITLinker
 from aejax.adapters import CodecError, KeyPayloadSpec, StateCodec, codec_for
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError
-from aejax.linker.static_inputs import StaticInputProgram
+from aejax.linker.lowering import Step, lower_nodes
+from aejax.linker.program import GraphProgram
 
 BACKEND = "jax"
 
@@ -90,26 +91,15 @@ def boundary(variables: list[Variable], storage_map: dict[Variable, list[Any]]) 
     return cells
 
 
-def across_boundary(
-    fn: Callable[..., tuple[Any, ...]], inputs: list[BoundaryValue], outputs: list[BoundaryValue]
-) -> Callable[..., tuple[Any, ...]]:
-    """``fn`` taking and returning values in their jit-boundary form."""
-
-    def boundary_fn(*values: Any) -> tuple[Any, ...]:
-        results = fn(*[cell.enter(v) for cell, v in zip(inputs, values)])
-        return tuple(cell.leave(r) for cell, r in zip(outputs, results))
-
-    return boundary_fn
-
-
 class JAXCodecLinker(JITLinker):
     """Compile a whole `FunctionGraph` with `jax.jit` behind a codec boundary."""
 
-    def fgraph_convert(self, fgraph: Any, **kwargs: Any) -> Callable[..., tuple[Any, ...]]:
-        return jax_funcify(fgraph)
+    def fgraph_convert(self, fgraph: Any, **kwargs: Any) -> list[Step]:
+        return lower_nodes(fgraph, jax_funcify)
 
-    def jit_compile(self, fn: Callable[..., tuple[Any, ...]]) -> StaticInputProgram:
-        return StaticInputProgram(self.fgraph, fn)
+    def jit_compile(self, steps: list[Step]) -> GraphProgram:
+        fgraph = self.fgraph
+        return GraphProgram(fgraph.inputs, fgraph.outputs, steps, self._inputs, self._outputs)
 
     def create_thunk_inputs(self, storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
         return boundary(self.fgraph.inputs, storage_map)
@@ -119,17 +109,10 @@ class JAXCodecLinker(JITLinker):
 
     def create_jitable_thunk(
         self, compute_map: Any, order: Any, input_storage: Any, output_storage: Any, storage_map: Any
-    ) -> tuple[list[Callable[[], None]], list[Any], StaticInputProgram]:
-        inputs = self.create_thunk_inputs(storage_map)
-        outputs = boundary(self.fgraph.outputs, storage_map)
-        traced = self.fgraph_convert(
-            self.fgraph,
-            order=order,
-            input_storage=input_storage,
-            output_storage=output_storage,
-            storage_map=storage_map,
-        )
-        program = self.jit_compile(across_boundary(traced, inputs, outputs))
+    ) -> tuple[list[Callable[[], None]], list[Any], GraphProgram]:
+        inputs = self._inputs = self.create_thunk_inputs(storage_map)
+        outputs = self._outputs = boundary(self.fgraph.outputs, storage_map)
+        program = self.jit_compile(self.fgraph_convert(self.fgraph))
         computed = [compute_map[v] for v in self.fgraph.outputs]
 
         def thunk() -> None:

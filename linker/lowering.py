@@ -27,10 +27,12 @@ from aesara.graph.fg import FunctionGraph
 from aesara.graph.op import HasInnerGraph
 from aesara.graph.utils import MethodNotDefined
 from aesara.scalar.basic import ScalarType
+from aesara.tensor.basic import AllocEmpty
 from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.type import TensorType
 
 from aejax.linker.errors import LoweringError
+from aejax.linker.ragged import NeedsSplit, Ragged
 
 FOLD_LIMIT = 64
 """Largest number of elements a value may have to be computed with numpy while tracing."""
@@ -54,7 +56,8 @@ def _host_value(value: Any, var: Variable) -> Any:
 
 
 def _foldable(node: Apply, args: Sequence[Any]) -> bool:
-    if isinstance(node.op, (HasInnerGraph, RandomVariable)):
+    # AllocEmpty's values are not a function of its inputs; JAX's zeros are deterministic.
+    if isinstance(node.op, (HasInnerGraph, RandomVariable, AllocEmpty)):
         return False
     if not all(_numeric(out) for out in node.outputs):
         return False
@@ -109,24 +112,47 @@ def node_error(node: Apply, args: Sequence[Any], error: Exception) -> LoweringEr
     )
 
 
-class LoweredGraph:
-    """A `FunctionGraph` as a JAX-traceable callable returning a tuple of outputs."""
+Step = tuple[Apply, Callable[..., Any]]
+"""A node and its JAX lowering."""
 
-    def __init__(self, fgraph: FunctionGraph, funcify: Callable[..., Callable[..., Any]], **kwargs: Any) -> None:
-        self.fgraph = fgraph
-        self.steps = [
-            (node, funcify(node.op, node=node, **kwargs)) for node in fgraph.toposort()
-        ]
+
+def lower_nodes(fgraph: FunctionGraph, funcify: Callable[..., Callable[..., Any]], **kwargs: Any) -> list[Step]:
+    """Each node of ``fgraph`` in topological order with its lowering."""
+    return [(node, funcify(node.op, node=node, **kwargs)) for node in fgraph.toposort()]
+
+
+class LoweredGraph:
+    """A graph (inputs, outputs, nodes in order) as a JAX-traceable callable.
+
+    Calling it returns the tuple of outputs. An output that is `Ragged`
+    (run-time length) may only be a graph output: if another node consumes
+    it, `NeedsSplit` asks the linker to end the jit program after its node.
+    """
+
+    def __init__(self, inputs: Sequence[Variable], outputs: Sequence[Variable], steps: Sequence[Step]) -> None:
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.steps = list(steps)
+        self.consumed = {var for node, _ in steps for var in node.inputs}
+
+    @classmethod
+    def of(cls, fgraph: FunctionGraph, funcify: Callable[..., Callable[..., Any]], **kwargs: Any) -> "LoweredGraph":
+        """The lowering of a whole `FunctionGraph`."""
+        return cls(fgraph.inputs, fgraph.outputs, lower_nodes(fgraph, funcify, **kwargs))
 
     def __call__(self, *inputs: Any) -> tuple[Any, ...]:
-        env: dict[Variable, Any] = dict(zip(self.fgraph.inputs, inputs))
+        env: dict[Variable, Any] = dict(zip(self.inputs, inputs))
         for node, fn in self.steps:
-            args = [_lookup(env, var) for var in node.inputs]
-            env.update(zip(node.outputs, run_node(node, fn, args)))
-        return tuple(_lookup(env, var) for var in self.fgraph.outputs)
+            args = [lookup(env, var) for var in node.inputs]
+            outs = run_node(node, fn, args)
+            if any(isinstance(o, Ragged) and v in self.consumed for o, v in zip(outs, node.outputs)):
+                raise NeedsSplit(node)
+            env.update(zip(node.outputs, outs))
+        return tuple(lookup(env, var) for var in self.outputs)
 
 
-def _lookup(env: dict[Variable, Any], var: Variable) -> Any:
+def lookup(env: dict[Variable, Any], var: Variable) -> Any:
+    """The value of ``var`` in ``env``, or its data if it is a constant."""
     if isinstance(var, Constant):
         return var.data
     return env[var]
@@ -141,6 +167,14 @@ def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[A
         if error.node is node:
             raise
         raise LoweringError(f"{error}\n(inside node {node})", node=node) from error
+    except NeedsSplit as error:
+        raise LoweringError(
+            f"node {error.node} inside node {node} returns a trace whose length is known "
+            "only at run time (a Scan with an until condition), and another node of the "
+            "same loop uses it; JAX needs static shapes there. Use only the last values of "
+            "the inner until-loop's outputs, or move it out of the loop.",
+            node=node,
+        ) from error
     except Exception as error:
         if type(error) is getattr(node.op, "exc_type", None):
             raise
@@ -148,4 +182,7 @@ def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[A
     if folded is not None:
         return folded
     outs = [out] if len(node.outputs) == 1 else list(out)
-    return [_as_declared(value, var) for value, var in zip(outs, node.outputs)]
+    return [
+        value if isinstance(value, Ragged) else _as_declared(value, var)
+        for value, var in zip(outs, node.outputs)
+    ]

@@ -10,12 +10,11 @@ program is compiled per distinct value and kept in a cache, and a
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
 from aesara.graph.basic import Variable, ancestors
-from aesara.graph.fg import FunctionGraph
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
@@ -50,8 +49,8 @@ class StaticInputProgram:
         The compiled programs, keyed by the values of the static inputs.
     """
 
-    def __init__(self, fgraph: FunctionGraph, traced_fn: Callable[..., tuple[Any, ...]]) -> None:
-        self.fgraph = fgraph
+    def __init__(self, inputs: Sequence[Variable], traced_fn: Callable[..., tuple[Any, ...]]) -> None:
+        self.inputs = list(inputs)
         self.traced_fn = traced_fn
         self.static_positions: tuple[int, ...] = ()
         self.programs: dict[tuple[Any, ...], Callable[..., Any]] = {}
@@ -80,7 +79,7 @@ class StaticInputProgram:
         return program
 
     def _compile(self, key: tuple[Any, ...]) -> Callable[..., Any]:
-        inputs = self.fgraph.inputs
+        inputs = self.inputs
         statics = {
             pos: np.asarray(value, dtype=inputs[pos].type.dtype)
             for pos, value in zip(self.static_positions, key)
@@ -98,7 +97,7 @@ class StaticInputProgram:
     def _make_static(self, error: LoweringError) -> bool:
         if error.node is None:
             return False
-        inputs = self.fgraph.inputs
+        inputs = self.inputs
         found = set(ancestors(error.node.inputs)) & set(inputs)
         new = [
             inputs.index(var)

@@ -16,7 +16,7 @@ from aejax.linker.lowering import LoweredGraph, is_traced
 
 @jax_funcify.register(FunctionGraph)
 def _function_graph(fgraph: FunctionGraph, **kwargs: Any) -> LoweredGraph:
-    return LoweredGraph(fgraph, jax_funcify, **kwargs)
+    return LoweredGraph.of(fgraph, jax_funcify, **kwargs)
 
 
 @jax_funcify.register(OpFromGraph)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import jax.numpy as jnp
 from aesara.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedIncSubtensor1,
     AdvancedSubtensor,
     AdvancedSubtensor1,
+    IncSubtensor,
     Subtensor,
     indices_from_subtensor,
 )
@@ -25,3 +29,18 @@ def _subtensor(op: Any, **kwargs: Any) -> Callable[..., Any]:
         return x[tuple(indices)]
 
     return subtensor
+
+
+@jax_funcify.register(IncSubtensor)
+@jax_funcify.register(AdvancedIncSubtensor)
+@jax_funcify.register(AdvancedIncSubtensor1)
+def _inc_subtensor(op: Any, **kwargs: Any) -> Callable[..., Any]:
+    idx_list = getattr(op, "idx_list", None)
+    set_instead_of_inc = op.set_instead_of_inc
+
+    def inc_subtensor(x: Any, y: Any, *index_values: Any) -> Any:
+        indices = tuple(indices_from_subtensor(index_values, idx_list) if idx_list else index_values)
+        target = jnp.asarray(x).at[indices]
+        return target.set(y) if set_instead_of_inc else target.add(y)
+
+    return inc_subtensor

@@ -97,7 +97,7 @@ def test_compile_cache_is_hit_for_repeated_value_and_grows_for_new_one():
     n = at.iscalar("n")
     v = _v()
     f = aesara.function([n, v], at.ones((n,)) * v.sum(), mode=aejax.linker.mode)
-    program = f.vm.jit_fn
+    program = f.vm.jit_fn.segments[0].program
     with pytest.warns(ShapeInputWarning) as record:
         f(3, V)
     assert len([w for w in record if issubclass(w.category, ShapeInputWarning)]) == 1
