@@ -24,9 +24,9 @@ import jax
 import numpy as np
 from aesara.graph.basic import Apply, Constant, NoParams, Variable
 from aesara.graph.fg import FunctionGraph
-from aesara.graph.op import HasInnerGraph
 from aesara.graph.utils import MethodNotDefined
 from aesara.scalar.basic import ScalarType
+from aesara.scan.op import Scan
 from aesara.tensor.basic import AllocEmpty
 from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.type import TensorType
@@ -56,15 +56,13 @@ def _host_value(value: Any, var: Variable) -> Any:
 
 
 def _foldable(node: Apply, args: Sequence[Any]) -> bool:
-    # AllocEmpty's values are not a function of its inputs; JAX's zeros are deterministic.
-    if isinstance(node.op, (HasInnerGraph, RandomVariable, AllocEmpty)):
+    # AllocEmpty's values are not a function of its inputs; a Scan's perform is a Python loop.
+    if isinstance(node.op, (Scan, RandomVariable, AllocEmpty)):
         return False
     if not all(_numeric(out) for out in node.outputs):
         return False
-    return all(
-        not is_traced(arg) and np.size(arg) <= FOLD_LIMIT
-        for arg, var in zip(args, node.inputs)
-        if _numeric(var)
+    return not any(is_traced(arg) for arg in args) and all(
+        np.size(arg) <= FOLD_LIMIT for arg, var in zip(args, node.inputs) if _numeric(var)
     )
 
 
