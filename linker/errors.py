@@ -29,3 +29,11 @@ class LoweringError(AejaxLinkerError, NotImplementedError):
 
 class InputValueError(AejaxLinkerError, TypeError):
     """A value at the linker's storage boundary is not valid for its variable."""
+
+
+class InvalidValueError(AejaxLinkerError, ValueError):
+    """The values given to a graph are invalid for it (a lowering checked them).
+
+    For example a Scan sequence shorter than the number of steps. It passes
+    through the lowering unchanged, like Aesara's own error for the case.
+    """

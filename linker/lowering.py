@@ -11,9 +11,10 @@ shapes concrete while JAX traces it (ARCHITECTURE.md, "Shapes under jit"):
 - Every other node runs its JAX lowering; outputs are cast to the dtype the
   graph declares, so JAX's promotion rules never change a graph's types.
 
-A failing node raises `LoweringError` naming the node and its traced inputs,
-except an Op that declares the exception it raises (``exc_type``, as
-`CheckAndRaise` does): its exception passes through unchanged.
+A failing node raises `LoweringError` naming the node and its traced inputs.
+Two kinds of errors pass through unchanged: `InvalidValueError` (a lowering
+found the graph's values invalid) and the exception an Op declares it raises
+(``exc_type``, as `CheckAndRaise` does).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from aesara.tensor.basic import AllocEmpty
 from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.type import TensorType
 
-from aejax.linker.errors import LoweringError
+from aejax.linker.errors import InvalidValueError, LoweringError
 from aejax.linker.ragged import NeedsSplit, Ragged
 
 FOLD_LIMIT = 64
@@ -39,8 +40,8 @@ FOLD_LIMIT = 64
 
 
 def is_traced(value: Any) -> bool:
-    """Whether ``value`` is a JAX tracer (its value is not known while tracing)."""
-    return isinstance(value, jax.core.Tracer)
+    """Whether ``value``'s value is unknown while tracing (a JAX tracer or a `Ragged`)."""
+    return isinstance(value, (jax.core.Tracer, Ragged))
 
 
 def _numeric(var: Variable) -> bool:
@@ -122,16 +123,17 @@ def lower_nodes(fgraph: FunctionGraph, funcify: Callable[..., Callable[..., Any]
 class LoweredGraph:
     """A graph (inputs, outputs, nodes in order) as a JAX-traceable callable.
 
-    Calling it returns the tuple of outputs. An output that is `Ragged`
-    (run-time length) may only be a graph output: if another node consumes
-    it, `NeedsSplit` asks the linker to end the jit program after its node.
+    Calling it returns the tuple of outputs. A `Ragged` value (run-time
+    length) may be a graph output, or the input of a lowering that accepts it
+    (``accepts_ragged``, e.g. indexing its last row); any other consumer
+    raises `NeedsSplit`, asking the linker to end the jit program after the
+    node that made it.
     """
 
     def __init__(self, inputs: Sequence[Variable], outputs: Sequence[Variable], steps: Sequence[Step]) -> None:
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.steps = list(steps)
-        self.consumed = {var for node, _ in steps for var in node.inputs}
 
     @classmethod
     def of(cls, fgraph: FunctionGraph, funcify: Callable[..., Callable[..., Any]], **kwargs: Any) -> "LoweredGraph":
@@ -142,10 +144,11 @@ class LoweredGraph:
         env: dict[Variable, Any] = dict(zip(self.inputs, inputs))
         for node, fn in self.steps:
             args = [lookup(env, var) for var in node.inputs]
-            outs = run_node(node, fn, args)
-            if any(isinstance(o, Ragged) and v in self.consumed for o, v in zip(outs, node.outputs)):
-                raise NeedsSplit(node)
-            env.update(zip(node.outputs, outs))
+            if not getattr(fn, "accepts_ragged", False):
+                for var, arg in zip(node.inputs, args):
+                    if isinstance(arg, Ragged):
+                        raise NeedsSplit(var.owner)
+            env.update(zip(node.outputs, run_node(node, fn, args)))
         return tuple(lookup(env, var) for var in self.outputs)
 
 
@@ -174,7 +177,7 @@ def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[A
             node=node,
         ) from error
     except Exception as error:
-        if type(error) is getattr(node.op, "exc_type", None):
+        if isinstance(error, InvalidValueError) or type(error) is getattr(node.op, "exc_type", None):
             raise
         raise node_error(node, args, error) from error
     if folded is not None:

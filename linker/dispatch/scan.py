@@ -36,6 +36,7 @@ from aesara.scan.op import Scan
 from jax import lax
 
 from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.errors import InvalidValueError
 from aejax.linker.ragged import Ragged
 
 
@@ -148,10 +149,10 @@ def static_count(value: Any, what: str) -> int:
 def check_steps(n_steps: int, seqs: Sequence[Any]) -> None:
     """Aesara's checks of a step count against the sequences."""
     if n_steps < 0:
-        raise IndexError(f"Scan was asked to run for a negative number of steps ({n_steps})")
+        raise InvalidValueError(f"Scan was asked to run for a negative number of steps ({n_steps})")
     for index, seq in enumerate(seqs):
         if seq.shape[0] < n_steps:
-            raise ValueError(
+            raise InvalidValueError(
                 f"sequence {index} of the Scan has {seq.shape[0]} entries but the "
                 f"Scan runs for {n_steps} steps"
             )

@@ -1,30 +1,38 @@
-"""Shapes as concrete numpy values while tracing."""
+"""Shapes as concrete numpy values while tracing (the run-time length of a `Ragged` aside)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+import jax.numpy as jnp
 import numpy as np
 from aesara.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch.tensor_basic import static_ints
 from aejax.linker.lowering import is_traced
+from aejax.linker.ragged import Ragged
 
 
 @jax_funcify.register(Shape)
 def _shape(op: Shape, **kwargs: Any) -> Callable[..., Any]:
-    def shape(x: Any) -> np.ndarray:
+    def shape(x: Any) -> Any:
+        if isinstance(x, Ragged):
+            return jnp.asarray([x.length, *x.buffer.shape[1:]], dtype="int64")
         return np.asarray(np.shape(x), dtype="int64")
 
+    shape.accepts_ragged = True  # type: ignore[attr-defined]
     return shape
 
 
 @jax_funcify.register(Shape_i)
 def _shape_i(op: Shape_i, **kwargs: Any) -> Callable[..., Any]:
-    def shape_i(x: Any) -> np.int64:
-        return np.int64(np.shape(x)[op.i])
+    def shape_i(x: Any) -> Any:
+        if isinstance(x, Ragged) and op.i == 0:
+            return x.length
+        return np.int64(np.shape(x.buffer if isinstance(x, Ragged) else x)[op.i])
 
+    shape_i.accepts_ragged = True  # type: ignore[attr-defined]
     return shape_i
 
 

@@ -1,10 +1,11 @@
-"""Indexing with concrete slice bounds and traced scalar indices."""
+"""Indexing with concrete slice bounds, traced scalar indices, and rows of `Ragged` traces."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
 import jax.numpy as jnp
+from jax import lax
 from aesara.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
@@ -16,6 +17,7 @@ from aesara.tensor.subtensor import (
 )
 
 from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.ragged import Ragged
 
 
 @jax_funcify.register(Subtensor)
@@ -25,10 +27,19 @@ def _subtensor(op: Any, **kwargs: Any) -> Callable[..., Any]:
     idx_list = getattr(op, "idx_list", None)
 
     def subtensor(x: Any, *index_values: Any) -> Any:
-        indices = indices_from_subtensor(index_values, idx_list)
-        return x[tuple(indices)]
+        indices = tuple(indices_from_subtensor(index_values, idx_list))
+        if isinstance(x, Ragged):
+            return ragged_row(x, indices[0])[indices[1:]]
+        return x[indices]
 
+    subtensor.accepts_ragged = bool(idx_list) and not isinstance(idx_list[0], slice)  # type: ignore[attr-defined]
     return subtensor
+
+
+def ragged_row(value: Ragged, row: Any) -> Any:
+    """Row ``row`` (negative counts from the run-time end) of a `Ragged` value."""
+    position = jnp.where(row < 0, value.length + row, row)
+    return lax.dynamic_index_in_dim(value.buffer, position, keepdims=False)
 
 
 @jax_funcify.register(IncSubtensor)

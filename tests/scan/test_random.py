@@ -1,0 +1,94 @@
+"""Random variables inside Scan: PRNG keys threaded through the loop carry."""
+
+import pickle
+
+import aesara
+import aesara.tensor as at
+import numpy as np
+import pytest
+from aesara.tensor.random.utils import RandomStream
+
+import aejax.linker
+
+CTORS = [np.random.RandomState, np.random.default_rng]
+
+
+@pytest.mark.kind("random")
+@pytest.mark.parametrize("ctor", CTORS, ids=["RandomState", "Generator"])
+def test_problem_report_rng_scan(ctor):
+    srng = RandomStream(seed=1930, rng_ctor=ctor)
+    out, updates = aesara.scan(fn=lambda: srng.normal(0, 1), n_steps=3)
+    f = aesara.function([], out, updates=updates, mode=aejax.linker.mode)
+    shared_rng = srng.state_updates[0][0]
+    before = pickle.dumps(shared_rng.get_value())
+    first = f()
+    after_first = pickle.dumps(shared_rng.get_value())
+    second = f()
+    assert first.shape == (3,) and first.dtype == np.float64
+    assert len(set(first.tolist())) == 3
+    assert not np.array_equal(first, second)
+    assert before != after_first != pickle.dumps(shared_rng.get_value())
+
+    again = RandomStream(seed=1930, rng_ctor=ctor)
+    out2, updates2 = aesara.scan(fn=lambda: again.normal(0, 1), n_steps=3)
+    np.testing.assert_array_equal(aesara.function([], out2, updates=updates2, mode=aejax.linker.mode)(), first)
+
+
+@pytest.mark.kind("random")
+@pytest.mark.parametrize("ctor", CTORS, ids=["RandomState", "Generator"])
+def test_gaussian_random_walk_moments(ctor):
+    srng = RandomStream(seed=5, rng_ctor=ctor)
+    x0 = at.dvector("x0")
+    walk, updates = aesara.scan(lambda x: x + srng.normal(0, 1, size=x.shape), outputs_info=x0, n_steps=50)
+    f = aesara.function([x0], walk, updates=updates, mode=aejax.linker.mode)
+    paths = f(np.zeros(4000))
+    assert paths.shape == (50, 4000)
+    steps = np.diff(np.concatenate([np.zeros((1, 4000)), paths]), axis=0)
+    assert abs(steps.mean()) < 0.01
+    assert abs(steps.var() - 1.0) < 0.02
+    assert abs(paths[-1].var() - 50.0) < 5.0
+    assert abs(np.corrcoef(steps[1:].ravel(), steps[:-1].ravel())[0, 1]) < 0.01
+
+
+@pytest.mark.kind("random")
+def test_draws_with_sequences_and_sit_sot_in_distribution():
+    srng = RandomStream(seed=2)
+    mu = at.dvector("mu")
+    out, updates = aesara.scan(
+        lambda m, s: s + srng.normal(m, 0.5), sequences=mu, outputs_info=at.as_tensor_variable(np.float64(0.0))
+    )
+    f = aesara.function([mu], out, updates=updates, mode=aejax.linker.mode)
+    draws = np.array([f(np.array([1.0, 2.0])) for _ in range(2000)])
+    np.testing.assert_allclose(draws.mean(axis=0), [1.0, 3.0], atol=0.05)
+    np.testing.assert_allclose(draws.var(axis=0), [0.25, 0.5], atol=0.05)
+
+
+@pytest.mark.kind("random")
+def test_nested_scan_with_rng():
+    srng = RandomStream(seed=9)
+
+    def outer(i):
+        inner, inner_updates = aesara.scan(lambda: srng.uniform(0, 1), n_steps=4)
+        return inner.sum(), inner_updates
+
+    out, updates = aesara.scan(outer, sequences=at.arange(3))
+    f = aesara.function([], out, updates=updates, mode=aejax.linker.mode)
+    first, second = f(), f()
+    assert first.shape == (3,)
+    assert np.all((first > 0) & (first < 4))
+    assert len(set(first.tolist())) == 3
+    assert not np.array_equal(first, second)
+
+
+@pytest.mark.kind("random")
+def test_c_backend_continues_the_shared_generator_after_a_scan():
+    srng = RandomStream(seed=4)
+    out, updates = aesara.scan(fn=lambda: srng.normal(0, 1), n_steps=3)
+    jax_fn = aesara.function([], out, updates=updates, mode=aejax.linker.mode)
+    c_fn = aesara.function([], out, updates=updates, mode="FAST_RUN")
+    jax_fn()
+    shared_rng = srng.state_updates[0][0]
+    host = pickle.loads(pickle.dumps(shared_rng.get_value()))
+    assert c_fn().shape == (3,)
+    assert pickle.dumps(shared_rng.get_value()) != pickle.dumps(host)
+    assert jax_fn().shape == (3,)

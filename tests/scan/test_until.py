@@ -1,0 +1,69 @@
+"""Scans with an ``until`` condition, lowered to ``lax.while_loop``."""
+
+import aesara
+import aesara.tensor as at
+import numpy as np
+import pytest
+from aesara.scan.utils import until
+
+import aejax.linker
+from tests.reference import assert_matches_reference
+
+
+def newton_sqrt(max_steps=100):
+    x0, a = at.dscalar("x0"), at.dscalar("a")
+
+    def step(x, a):
+        new = 0.5 * (x + a / x)
+        return new, until(abs(new - x) < 1e-10)
+
+    out, _ = aesara.scan(step, outputs_info=x0, non_sequences=a, n_steps=max_steps)
+    return [x0, a], out
+
+
+@pytest.mark.kind("until")
+def test_final_value_stays_in_one_program():
+    inputs, out = newton_sqrt()
+    f = aesara.function(inputs, out[-1], mode=aejax.linker.mode)
+    np.testing.assert_allclose(f(1.0, 2.0), np.sqrt(2.0))
+    assert len(f.vm.jit_fn.segments) == 1
+    assert_matches_reference(inputs, out[-1], 1.0, 9.0)
+
+
+@pytest.mark.kind("until")
+@pytest.mark.parametrize(
+    "use", [lambda o: o, lambda o: o.sum(), lambda o: [o[-1], o.shape[0]], lambda o: [o, o * 2]],
+    ids=["trace", "trace.sum()", "last and length", "trace feeds more work"],
+)
+def test_trace_has_the_run_time_length(use):
+    inputs, out = newton_sqrt()
+    for a in (2.0, 1e6):
+        assert_matches_reference(inputs, use(out), 1.0, a)
+
+
+@pytest.mark.kind("until")
+def test_loop_that_reaches_max_steps():
+    inputs, out = newton_sqrt(max_steps=3)
+    assert_matches_reference(inputs, [out, out[-1]], 1.0, 1e6)
+
+
+@pytest.mark.kind("until")
+def test_until_with_sequences_mit_sot_and_nit_sot():
+    a, init = at.dvector("a"), at.dvector("init")
+
+    def step(x, s2, s1):
+        new = s1 + s2 * 0.5 + x
+        return [new, new * 2], until(new > 10)
+
+    (s, doubled), _ = aesara.scan(step, sequences=a, outputs_info=[dict(initial=init, taps=[-2, -1]), None])
+    values = np.linspace(0.5, 3.0, 12)
+    assert_matches_reference([a, init], [s, doubled, s[-1], doubled.sum()], values, np.array([0.0, 1.0]))
+
+
+@pytest.mark.kind("until")
+def test_split_programs_are_reused_per_length():
+    inputs, out = newton_sqrt()
+    f = aesara.function(inputs, out.sum(), mode=aejax.linker.mode)
+    first = f(1.0, 2.0)
+    assert len(f.vm.jit_fn.segments) == 2
+    np.testing.assert_allclose(f(1.0, 2.0), first)
