@@ -9,7 +9,8 @@ Importing it registers the mode ``"AEJAX"``::
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import AejaxLinkerError, InputValueError, LoweringError
 from aejax.linker.linker import JAXCodecLinker
-from aejax.linker.mode import JAX_REWRITES, MODE_NAME, mode, use_for_aesara_jax_mode
+from aejax.linker.mode import MODE_NAME, mode, use_for_aesara_jax_mode
+from aejax.linker.rewrites import JAX_REWRITES, JAXGraphRewriter
 from aejax.linker.static_inputs import ShapeInputWarning, StaticInputProgram
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "AejaxLinkerError",
     "InputValueError",
     "JAXCodecLinker",
+    "JAXGraphRewriter",
     "LoweringError",
     "ShapeInputWarning",
     "StaticInputProgram",

@@ -5,18 +5,32 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax.numpy as jnp
-from aesara.tensor.math import MaxAndArgmax
+from aesara.tensor.math import Argmax, MaxAndArgmax
 
 from aejax.linker.dispatch.basic import jax_funcify
+
+
+def argmax_over(x: Any, axis: Any) -> tuple[tuple[int, ...], Any]:
+    """The reduced axes and the argmax of ``x`` over them (numpy's flat order)."""
+    axes = tuple(range(x.ndim)) if axis is None else tuple(int(a) for a in axis)
+    kept = [i for i in range(x.ndim) if i not in axes]
+    moved = jnp.transpose(x, kept + list(axes))
+    flat = moved.reshape(moved.shape[: len(kept)] + (-1,))
+    return axes, jnp.argmax(flat, axis=-1)
 
 
 @jax_funcify.register(MaxAndArgmax)
 def _max_and_argmax(op: MaxAndArgmax, **kwargs: Any) -> Callable[..., Any]:
     def max_and_argmax(x: Any) -> tuple[Any, Any]:
-        axes = tuple(range(x.ndim)) if op.axis is None else tuple(int(a) for a in op.axis)
-        kept = [i for i in range(x.ndim) if i not in axes]
-        moved = jnp.transpose(x, kept + list(axes))
-        flat = moved.reshape(moved.shape[: len(kept)] + (-1,))
-        return jnp.max(x, axis=axes), jnp.argmax(flat, axis=-1)
+        axes, argmax = argmax_over(x, op.axis)
+        return jnp.max(x, axis=axes), argmax
 
     return max_and_argmax
+
+
+@jax_funcify.register(Argmax)
+def _argmax(op: Argmax, **kwargs: Any) -> Callable[..., Any]:
+    def argmax(x: Any) -> Any:
+        return argmax_over(x, op.axis)[1]
+
+    return argmax

@@ -25,8 +25,6 @@ the program there when the trace feeds further computation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
@@ -36,67 +34,10 @@ from aesara.scan.op import Scan
 from jax import lax
 
 from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.scan_layout import ScanLayout, split_by
 from aejax.linker.errors import InvalidValueError
 from aejax.linker.ragged import Ragged
-
-
-def split_by(values: Sequence[Any], sizes: Sequence[int]) -> list[list[Any]]:
-    """Cut ``values`` into consecutive groups of the given sizes."""
-    ends = list(accumulate(sizes))
-    return [list(values[end - size : end]) for size, end in zip(sizes, ends)]
-
-
-@dataclass(frozen=True)
-class ScanLayout:
-    """Where each kind of input and output sits in a Scan's argument lists."""
-
-    n_seqs: int
-    mit_mot_in: tuple[tuple[int, ...], ...]
-    mit_mot_out: tuple[tuple[int, ...], ...]
-    sot_taps: tuple[tuple[int, ...], ...]
-    n_nit_sot: int
-    n_shared: int
-    n_non_seqs: int
-    as_while: bool
-
-    @classmethod
-    def of(cls, op: Scan) -> "ScanLayout":
-        info = op.info
-        return cls(
-            n_seqs=info.n_seqs,
-            mit_mot_in=tuple(map(tuple, info.mit_mot_in_slices)),
-            mit_mot_out=tuple(map(tuple, info.mit_mot_out_slices)),
-            sot_taps=tuple(map(tuple, info.mit_sot_in_slices + info.sit_sot_in_slices)),
-            n_nit_sot=info.n_nit_sot,
-            n_shared=info.n_shared_outs,
-            n_non_seqs=info.n_non_seqs,
-            as_while=info.as_while,
-        )
-
-    @property
-    def n_mit_mot(self) -> int:
-        return len(self.mit_mot_in)
-
-    @property
-    def n_sot(self) -> int:
-        return len(self.sot_taps)
-
-    def outer_inputs(self, values: Sequence[Any]) -> list[list[Any]]:
-        """[n_steps], seqs, mit-mot, sot, shared, nit-sot sizes, non-seqs."""
-        sizes = [1, self.n_seqs, self.n_mit_mot, self.n_sot, self.n_shared, self.n_nit_sot, self.n_non_seqs]
-        return split_by(values, sizes)
-
-    def inner_outputs(self, values: Sequence[Any]) -> list[list[Any]]:
-        """mit-mot outs (flat), sot, nit-sot, shared, [until condition]."""
-        n_mit_mot_outs = sum(map(len, self.mit_mot_out))
-        sizes = [n_mit_mot_outs, self.n_sot, self.n_nit_sot, self.n_shared, int(self.as_while)]
-        return split_by(values, sizes)
-
-    def mit_mot_mintaps(self) -> list[int]:
-        return [min(taps) for taps in self.mit_mot_in]
-
-    def sot_windows(self) -> list[int]:
-        return [-min(taps) for taps in self.sot_taps]
+from aejax.linker.rewrites import JAXGraphRewriter
 
 
 class Carry(NamedTuple):
@@ -333,4 +274,6 @@ def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: int) -> Any
 
 @jax_funcify.register(Scan)
 def _scan(op: Scan, node: Any = None, **kwargs: Any) -> LoweredScan:
-    return LoweredScan(op, node, jax_funcify(op.fgraph, **kwargs))
+    inner = op.fgraph.clone()
+    JAXGraphRewriter().rewrite(inner)
+    return LoweredScan(op, node, jax_funcify(inner, **kwargs))
