@@ -64,6 +64,12 @@ class ScanLayout:
     def mit_mot_mintaps(self) -> list[int]:
         return [min(taps) for taps in self.mit_mot_in]
 
+    def mit_mot_spans(self) -> list[int]:
+        """For each mit-mot, how many consecutive rows one step reads or writes."""
+        return [
+            max(ins + outs) - min(ins) + 1 for ins, outs in zip(self.mit_mot_in, self.mit_mot_out)
+        ]
+
     def sot_windows(self) -> list[int]:
         return [-min(taps) for taps in self.sot_taps]
 

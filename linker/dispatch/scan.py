@@ -35,7 +35,7 @@ from jax import lax
 
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.scan_layout import ScanLayout, split_by
-from aejax.linker.errors import InvalidValueError
+from aejax.linker.errors import InvalidValueError, LoweringError
 from aejax.linker.ragged import Ragged
 from aejax.linker.rewrites import JAXGraphRewriter
 
@@ -108,6 +108,22 @@ def history_rows(size: int, initial: Any, trace: Any) -> Any:
     return jnp.concatenate([history, padding])
 
 
+def flatten(groups: Sequence[Sequence[Any]]) -> list[Any]:
+    return [item for group in groups for item in group]
+
+
+def window_rows(window: Any, mintap: int, taps: Sequence[int]) -> list[Any]:
+    """Rows ``tap - mintap`` of a mit-mot window."""
+    return [window[t - mintap] for t in taps]
+
+
+def window_written(window: Any, mintap: int, taps: Sequence[int], rows: Sequence[Any]) -> Any:
+    """A mit-mot window with ``rows`` written at ``tap - mintap``."""
+    for t, row in zip(taps, rows):
+        window = window.at[t - mintap].set(same_type_as(row, window))
+    return window
+
+
 class LoweredScan:
     """The JAX computation of one Scan node."""
 
@@ -144,63 +160,93 @@ class LoweredScan:
         ]
         return [*mit_mot, *sots, *nit_sots, *shared]
 
-    def inner_inputs(self, step: Any, seq_rows: Sequence[Any], carry: Carry, sot_rows: list[list[Any]], non_seqs: Sequence[Any]) -> list[Any]:
-        mit_mot_rows = [
-            row
-            for buffer, taps, mintap in zip(carry.mit_mot, self.layout.mit_mot_in, self.layout.mit_mot_mintaps())
-            for row in read_rows(buffer, step - mintap, taps)
-        ]
-        return [*seq_rows, *mit_mot_rows, *(r for rows in sot_rows for r in rows), *carry.shared, *non_seqs]
+    def run_inner(
+        self,
+        seq_rows: Sequence[Any],
+        mit_mot_rows: list[list[Any]],
+        sot_rows: list[list[Any]],
+        shared: Sequence[Any],
+        non_seqs: Sequence[Any],
+    ) -> list[list[Any]]:
+        """One step of the inner graph, its outputs grouped as `ScanLayout.inner_outputs`."""
+        outs = self.inner(*seq_rows, *flatten(mit_mot_rows), *flatten(sot_rows), *shared, *non_seqs)
+        return self.layout.inner_outputs(outs)
 
-    def updated_mit_mot(self, step: Any, carry: Carry, outs: Sequence[Any]) -> tuple[Any, ...]:
-        groups = split_by(outs, [len(t) for t in self.layout.mit_mot_out])
-        return tuple(
-            write_rows(buffer, step - mintap, taps, rows)
-            for buffer, taps, mintap, rows in zip(
-                carry.mit_mot, self.layout.mit_mot_out, self.layout.mit_mot_mintaps(), groups
-            )
-        )
+    def mit_mot_windows(self, n_steps: int, buffers: list[Any]) -> tuple[list[Any], list[Any]]:
+        """Each mit-mot buffer as its first window and the rows entering it, step by step.
+
+        A mit-mot step reads and writes ``span`` consecutive rows starting at
+        the step's index, so the loop carries only that window: each step the
+        oldest row leaves it (final from then on) and the next buffer row enters.
+        """
+        windows, incoming = [], []
+        for buffer, span in zip(buffers, self.layout.mit_mot_spans()):
+            if buffer.shape[0] < n_steps + span - 1:
+                raise LoweringError(
+                    f"mit-mot buffer of {buffer.shape[0]} rows is too short for {n_steps} steps "
+                    f"in node {self.node}",
+                    node=self.node,
+                )
+            padded = jnp.concatenate([buffer, jnp.zeros((span,) + buffer.shape[1:], buffer.dtype)])
+            windows.append(padded[:span])
+            incoming.append(padded[span : span + n_steps])
+        return windows, incoming
 
     def fixed_loop(self, n_steps: int, seqs: list[Any], mit_mot: list[Any], sots: list[Any], shared: list[Any], sizes: list[int], non_seqs: list[Any]) -> list[Any]:
         lay = self.layout
         widths = lay.sot_windows()
+        mintaps = lay.mit_mot_mintaps()
         traced_sots = [buffer.shape[0] > width for buffer, width in zip(sots, widths)]
+        mm_windows, mm_incoming = self.mit_mot_windows(n_steps, mit_mot)
         start = Carry(
             step=jnp.asarray(0, "int32"),
-            mit_mot=tuple(mit_mot),
+            mit_mot=tuple(mm_windows),
             windows=tuple(b[:w] for b, w in zip(sots, widths)),
             shared=tuple(shared),
             buffers=(),
             running=None,
         )
 
-        def body(carry: Carry, seq_rows: list[Any]) -> tuple[Carry, tuple[list[Any], list[Any]]]:
+        def body(carry: Carry, rows: tuple[list[Any], list[Any]]) -> tuple[Carry, tuple[list[Any], ...]]:
+            seq_rows, entering = rows
+            mm_rows = [window_rows(w, m, taps) for w, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
             sot_rows = [[w[width + t] for t in taps] for w, width, taps in zip(carry.windows, widths, lay.sot_taps)]
-            outs = self.inner(*self.inner_inputs(carry.step, seq_rows, carry, sot_rows, non_seqs))
-            mm_outs, sot_outs, nit_outs, shared_outs, _ = lay.inner_outputs(outs)
+            mm_outs, sot_outs, nit_outs, shared_outs, _ = self.run_inner(seq_rows, mm_rows, sot_rows, carry.shared, non_seqs)
+            written = [
+                window_written(w, m, taps, values)
+                for w, m, taps, values in zip(carry.mit_mot, mintaps, lay.mit_mot_out, self.mit_mot_out_groups(mm_outs))
+            ]
             new = Carry(
                 step=carry.step + 1,
-                mit_mot=self.updated_mit_mot(carry.step, carry, mm_outs),
+                mit_mot=tuple(shift_in(w, row) for w, row in zip(written, entering)),
                 windows=tuple(shift_in(w, y) for w, y in zip(carry.windows, sot_outs)),
                 shared=tuple(same_type_as(v, s) for v, s in zip(shared_outs, carry.shared)),
                 buffers=(),
                 running=None,
             )
             kept_sots = [y for y, keep in zip(sot_outs, traced_sots) if keep]
-            return new, (kept_sots, list(nit_outs))
+            return new, ([w[0] for w in written], kept_sots, list(nit_outs))
 
-        final, (sot_traces, nit_traces) = lax.scan(body, start, seqs, length=n_steps)
+        final, (mm_traces, sot_traces, nit_traces) = lax.scan(body, start, (seqs, mm_incoming), length=n_steps)
+        mm_results = [
+            jnp.concatenate([trace, window, b[n_steps + window.shape[0] :]])[: b.shape[0]]
+            for b, trace, window in zip(mit_mot, mm_traces, final.mit_mot)
+        ]
         traces = iter(sot_traces)
         sot_results = [
             history_rows(b.shape[0], b[:w], next(traces)) if keep else history_rows(b.shape[0], window, window[:0])
             for b, w, keep, window in zip(sots, widths, traced_sots, final.windows)
         ]
         nit_results = [history_rows(size, None, trace) for size, trace in zip(sizes, nit_traces)]
-        return [*final.mit_mot, *sot_results, *nit_results, *final.shared]
+        return [*mm_results, *sot_results, *nit_results, *final.shared]
+
+    def mit_mot_out_groups(self, outs: Sequence[Any]) -> list[list[Any]]:
+        return split_by(outs, [len(t) for t in self.layout.mit_mot_out])
 
     def while_loop(self, n_steps: int, seqs: list[Any], mit_mot: list[Any], sots: list[Any], shared: list[Any], sizes: list[int], non_seqs: list[Any]) -> list[Any]:
         lay = self.layout
         widths = lay.sot_windows()
+        mintaps = lay.mit_mot_mintaps()
         nit_buffers = self.nit_sot_buffers(seqs, mit_mot, sots, shared, sizes, non_seqs)
         start = Carry(
             step=jnp.asarray(0, "int32"),
@@ -218,19 +264,21 @@ class LoweredScan:
         def body(carry: Carry) -> Carry:
             i = carry.step
             seq_rows = [lax.dynamic_index_in_dim(s, i, keepdims=False) for s in seqs]
+            mm_rows = [read_rows(b, i - m, taps) for b, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
             sot_rows = [read_rows(b, i + w, taps) for b, w, taps in zip(carry.buffers, widths, lay.sot_taps)]
-            outs = self.inner(*self.inner_inputs(i, seq_rows, carry, sot_rows, non_seqs))
-            mm_outs, sot_outs, nit_outs, shared_outs, (until,) = lay.inner_outputs(outs)
-            buffers = tuple(
-                write_rows(b, i + offset, (0,), (y,))
-                for b, offset, y in zip(carry.buffers, offsets, [*sot_outs, *nit_outs])
-            )
+            mm_outs, sot_outs, nit_outs, shared_outs, (until,) = self.run_inner(seq_rows, mm_rows, sot_rows, carry.shared, non_seqs)
             return Carry(
                 step=i + 1,
-                mit_mot=self.updated_mit_mot(i, carry, mm_outs),
+                mit_mot=tuple(
+                    write_rows(b, i - m, taps, values)
+                    for b, m, taps, values in zip(carry.mit_mot, mintaps, lay.mit_mot_out, self.mit_mot_out_groups(mm_outs))
+                ),
                 windows=(),
                 shared=tuple(same_type_as(v, s) for v, s in zip(shared_outs, carry.shared)),
-                buffers=buffers,
+                buffers=tuple(
+                    write_rows(b, i + offset, (0,), (y,))
+                    for b, offset, y in zip(carry.buffers, offsets, [*sot_outs, *nit_outs])
+                ),
                 running=jnp.logical_not(jnp.asarray(until).astype(bool)),
             )
 
@@ -244,13 +292,13 @@ class LoweredScan:
         """Zero buffers for the nit-sot outputs, shaped like one step's outputs."""
         if not sizes:
             return []
-        widths = self.layout.sot_windows()
-        carry = Carry(0, tuple(mit_mot), (), tuple(shared), (), None)
-        sot_rows = [read_rows(b, w, taps) for b, w, taps in zip(sots, widths, self.layout.sot_taps)]
-        args = self.inner_inputs(0, [s[0] for s in seqs], carry, sot_rows, non_seqs)
-        shapes = jax.eval_shape(lambda *a: self.inner(*a), *args)
-        nit_shapes = self.layout.inner_outputs(shapes)[2]
-        return [jnp.zeros((size,) + s.shape, s.dtype) for size, s in zip(sizes, nit_shapes)]
+        lay = self.layout
+        mm_rows = [read_rows(b, -m, taps) for b, m, taps in zip(mit_mot, lay.mit_mot_mintaps(), lay.mit_mot_in)]
+        sot_rows = [read_rows(b, w, taps) for b, w, taps in zip(sots, lay.sot_windows(), lay.sot_taps)]
+        shapes = jax.eval_shape(
+            lambda *rows: self.run_inner(rows, mm_rows, sot_rows, shared, non_seqs)[2], *[s[0] for s in seqs]
+        )
+        return [jnp.zeros((size,) + s.shape, s.dtype) for size, s in zip(sizes, shapes)]
 
 
 def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: int) -> Any:
