@@ -113,9 +113,10 @@ class TensorCodec(_ArrayCodec):
         return tuple(type.shape)
 
     def decode(self, backend_value: Any, type: Any) -> np.ndarray:
-        self.validate(backend_value, type)
-        array = np.asarray(backend_value)
-        return array if array.flags.writeable else array.copy()
+        array = np.array(backend_value)
+        if array.dtype != type.numpy_dtype or array.ndim != type.ndim:
+            self.validate(backend_value, type)
+        return array
 
 
 class ScalarCodec(_ArrayCodec):

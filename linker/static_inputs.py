@@ -58,6 +58,8 @@ class StaticInputProgram:
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         while True:
             try:
+                if not self.static_positions and () in self.programs:
+                    return self.programs[()](*args)
                 return self._program_for(args)(*self._dynamic(args))
             except LoweringError as error:
                 if not self._make_static(error):

@@ -79,6 +79,30 @@ def shift_in(window: Any, row: Any) -> Any:
     return row if window.shape[0] == 1 else jnp.concatenate([window[1:], row], axis=0)
 
 
+class SotWindow:
+    """The last ``width`` values of a mit-sot/sit-sot, as the loop carries them.
+
+    A sit-sot (width 1) carries its value itself rather than a 1-row array:
+    on the CPU every extra slice or reshape in a loop body costs time per step.
+    """
+
+    def __init__(self, width: int, taps: Sequence[int]) -> None:
+        self.width = width
+        self.taps = tuple(taps)
+
+    def start(self, buffer: Any) -> Any:
+        return buffer[0] if self.width == 1 else buffer[: self.width]
+
+    def rows(self, window: Any) -> list[Any]:
+        return [window if self.width == 1 else window[self.width + t] for t in self.taps]
+
+    def shifted(self, window: Any, row: Any) -> Any:
+        return same_type_as(row, window) if self.width == 1 else shift_in(window, row)
+
+    def as_rows(self, window: Any) -> Any:
+        return window[None] if self.width == 1 else window
+
+
 def static_count(value: Any, what: str) -> int:
     """A concrete integer, or a TypeError saying which count must be static."""
     try:
@@ -195,13 +219,14 @@ class LoweredScan:
     def fixed_loop(self, n_steps: int, seqs: list[Any], mit_mot: list[Any], sots: list[Any], shared: list[Any], sizes: list[int], non_seqs: list[Any]) -> list[Any]:
         lay = self.layout
         widths = lay.sot_windows()
+        sot_windows = [SotWindow(w, taps) for w, taps in zip(widths, lay.sot_taps)]
         mintaps = lay.mit_mot_mintaps()
         traced_sots = [buffer.shape[0] > width for buffer, width in zip(sots, widths)]
         mm_windows, mm_incoming = self.mit_mot_windows(n_steps, mit_mot)
         start = Carry(
-            step=jnp.asarray(0, "int32"),
+            step=None,
             mit_mot=tuple(mm_windows),
-            windows=tuple(b[:w] for b, w in zip(sots, widths)),
+            windows=tuple(sw.start(b) for sw, b in zip(sot_windows, sots)),
             shared=tuple(shared),
             buffers=(),
             running=None,
@@ -210,16 +235,16 @@ class LoweredScan:
         def body(carry: Carry, rows: tuple[list[Any], list[Any]]) -> tuple[Carry, tuple[list[Any], ...]]:
             seq_rows, entering = rows
             mm_rows = [window_rows(w, m, taps) for w, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
-            sot_rows = [[w[width + t] for t in taps] for w, width, taps in zip(carry.windows, widths, lay.sot_taps)]
+            sot_rows = [sw.rows(w) for sw, w in zip(sot_windows, carry.windows)]
             mm_outs, sot_outs, nit_outs, shared_outs, _ = self.run_inner(seq_rows, mm_rows, sot_rows, carry.shared, non_seqs)
             written = [
                 window_written(w, m, taps, values)
                 for w, m, taps, values in zip(carry.mit_mot, mintaps, lay.mit_mot_out, self.mit_mot_out_groups(mm_outs))
             ]
             new = Carry(
-                step=carry.step + 1,
+                step=None,
                 mit_mot=tuple(shift_in(w, row) for w, row in zip(written, entering)),
-                windows=tuple(shift_in(w, y) for w, y in zip(carry.windows, sot_outs)),
+                windows=tuple(sw.shifted(w, y) for sw, w, y in zip(sot_windows, carry.windows, sot_outs)),
                 shared=tuple(same_type_as(v, s) for v, s in zip(shared_outs, carry.shared)),
                 buffers=(),
                 running=None,
@@ -234,8 +259,8 @@ class LoweredScan:
         ]
         traces = iter(sot_traces)
         sot_results = [
-            history_rows(b.shape[0], b[:w], next(traces)) if keep else history_rows(b.shape[0], window, window[:0])
-            for b, w, keep, window in zip(sots, widths, traced_sots, final.windows)
+            history_rows(b.shape[0], b[:w], next(traces)) if keep else sw.as_rows(window)[-b.shape[0] :]
+            for b, w, keep, window, sw in zip(sots, widths, traced_sots, final.windows, sot_windows)
         ]
         nit_results = [history_rows(size, None, trace) for size, trace in zip(sizes, nit_traces)]
         return [*mm_results, *sot_results, *nit_results, *final.shared]
@@ -246,17 +271,20 @@ class LoweredScan:
     def while_loop(self, n_steps: int, seqs: list[Any], mit_mot: list[Any], sots: list[Any], shared: list[Any], sizes: list[int], non_seqs: list[Any]) -> list[Any]:
         lay = self.layout
         widths = lay.sot_windows()
+        sot_windows = [SotWindow(w, taps) for w, taps in zip(widths, lay.sot_taps)]
+        windowed = [b.shape[0] <= w for b, w in zip(sots, widths)]
         mintaps = lay.mit_mot_mintaps()
         nit_buffers = self.nit_sot_buffers(seqs, mit_mot, sots, shared, sizes, non_seqs)
+        buffered_sots = [(b, w, taps) for b, w, taps, win in zip(sots, widths, lay.sot_taps, windowed) if not win]
         start = Carry(
             step=jnp.asarray(0, "int32"),
             mit_mot=tuple(mit_mot),
-            windows=(),
+            windows=tuple(sw.start(b) for sw, b, win in zip(sot_windows, sots, windowed) if win),
             shared=tuple(shared),
-            buffers=tuple(sots) + tuple(nit_buffers),
+            buffers=tuple(b for b, _, _ in buffered_sots) + tuple(nit_buffers),
             running=jnp.asarray(True),
         )
-        offsets = widths + [0] * lay.n_nit_sot
+        offsets = [w for _, w, _ in buffered_sots] + [0] * lay.n_nit_sot
 
         def cond(carry: Carry) -> Any:
             return carry.running & (carry.step < n_steps)
@@ -265,28 +293,36 @@ class LoweredScan:
             i = carry.step
             seq_rows = [lax.dynamic_index_in_dim(s, i, keepdims=False) for s in seqs]
             mm_rows = [read_rows(b, i - m, taps) for b, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
-            sot_rows = [read_rows(b, i + w, taps) for b, w, taps in zip(carry.buffers, widths, lay.sot_taps)]
+            windows, buffers = iter(carry.windows), iter(carry.buffers)
+            sot_rows = [
+                sw.rows(next(windows)) if win else read_rows(next(buffers), i + sw.width, sw.taps)
+                for sw, win in zip(sot_windows, windowed)
+            ]
             mm_outs, sot_outs, nit_outs, shared_outs, (until,) = self.run_inner(seq_rows, mm_rows, sot_rows, carry.shared, non_seqs)
+            buffered_outs = [y for y, win in zip(sot_outs, windowed) if not win] + list(nit_outs)
             return Carry(
                 step=i + 1,
                 mit_mot=tuple(
                     write_rows(b, i - m, taps, values)
                     for b, m, taps, values in zip(carry.mit_mot, mintaps, lay.mit_mot_out, self.mit_mot_out_groups(mm_outs))
                 ),
-                windows=(),
-                shared=tuple(same_type_as(v, s) for v, s in zip(shared_outs, carry.shared)),
-                buffers=tuple(
-                    write_rows(b, i + offset, (0,), (y,))
-                    for b, offset, y in zip(carry.buffers, offsets, [*sot_outs, *nit_outs])
+                windows=tuple(
+                    sw.shifted(w, y)
+                    for sw, w, y in zip([sw for sw, win in zip(sot_windows, windowed) if win], carry.windows, [y for y, win in zip(sot_outs, windowed) if win])
                 ),
+                shared=tuple(same_type_as(v, s) for v, s in zip(shared_outs, carry.shared)),
+                buffers=tuple(write_rows(b, i + offset, (0,), (y,)) for b, offset, y in zip(carry.buffers, offsets, buffered_outs)),
                 running=jnp.logical_not(jnp.asarray(until).astype(bool)),
             )
 
         final = lax.while_loop(cond, body, start)
-        ordered = [
-            ordered_history(b, final.step, offset, n_steps) for b, offset in zip(final.buffers, offsets)
+        laid_out = iter(ordered_history(b, final.step, offset, n_steps) for b, offset in zip(final.buffers, offsets))
+        windows = iter(final.windows)
+        sot_results = [
+            sw.as_rows(next(windows))[-b.shape[0] :] if win else next(laid_out)
+            for sw, b, win in zip(sot_windows, sots, windowed)
         ]
-        return [*final.mit_mot, *ordered, *final.shared]
+        return [*final.mit_mot, *sot_results, *laid_out, *final.shared]
 
     def nit_sot_buffers(self, seqs: list[Any], mit_mot: list[Any], sots: list[Any], shared: list[Any], sizes: list[int], non_seqs: list[Any]) -> list[Any]:
         """Zero buffers for the nit-sot outputs, shaped like one step's outputs."""
