@@ -54,12 +54,13 @@ class StaticInputProgram:
         self.traced_fn = traced_fn
         self.static_positions: tuple[int, ...] = ()
         self.programs: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        self._only: Callable[..., Any] | None = None
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         while True:
             try:
-                if not self.static_positions and () in self.programs:
-                    return self.programs[()](*args)
+                if self._only is not None:
+                    return self._only(*args)
                 return self._program_for(args)(*self._dynamic(args))
             except LoweringError as error:
                 if not self._make_static(error):
@@ -78,6 +79,8 @@ class StaticInputProgram:
         program = self.programs.get(key)
         if program is None:
             program = self.programs[key] = self._compile(key)
+            if not self.static_positions:
+                self._only = program
         return program
 
     def _compile(self, key: tuple[Any, ...]) -> Callable[..., Any]:
@@ -117,4 +120,5 @@ class StaticInputProgram:
             )
         self.static_positions = tuple(sorted(set(self.static_positions) | set(new)))
         self.programs.clear()
+        self._only = None
         return True

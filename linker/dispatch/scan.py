@@ -30,6 +30,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from aesara.graph.rewriting.basic import MergeOptimizer
 from aesara.scan.op import Scan
 from jax import lax
 
@@ -37,7 +38,6 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.scan_layout import ScanLayout, split_by
 from aejax.linker.errors import InvalidValueError, LoweringError
 from aejax.linker.ragged import Ragged
-from aejax.linker.rewrites import JAXGraphRewriter
 
 
 class Carry(NamedTuple):
@@ -359,5 +359,5 @@ def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: int) -> Any
 @jax_funcify.register(Scan)
 def _scan(op: Scan, node: Any = None, **kwargs: Any) -> LoweredScan:
     inner = op.fgraph.clone()
-    JAXGraphRewriter().rewrite(inner)
+    MergeOptimizer().rewrite(inner)
     return LoweredScan(op, node, jax_funcify(inner, **kwargs))
