@@ -7,6 +7,7 @@ Importing it registers the mode ``"AEJAX"``::
 """
 
 from aejax.linker.dispatch import jax_funcify
+from aejax.linker.export import JaxGraph, jaxify
 from aejax.linker.errors import AejaxLinkerError, InputValueError, LoweringError
 from aejax.linker.linker import JAXCodecLinker
 from aejax.linker.mode import MODE_NAME, mode, use_for_aesara_jax_mode
@@ -19,11 +20,13 @@ __all__ = [
     "AejaxLinkerError",
     "InputValueError",
     "JAXCodecLinker",
+    "JaxGraph",
     "JAXGraphRewriter",
     "LoweringError",
     "ShapeInputWarning",
     "StaticInputProgram",
     "jax_funcify",
+    "jaxify",
     "mode",
     "use_for_aesara_jax_mode",
 ]

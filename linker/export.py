@@ -1,0 +1,115 @@
+"""Pure-JAX export of an Aesara graph, with its state explicit.
+
+`jaxify` compiles a graph with aejax's mode and returns it as a pure
+function ``fn(state, *inputs) -> (outputs, new_state)``. Shared variables
+become the ``state`` dict (random generators as typed PRNG keys through the
+codecs), so the function composes with `jax.jit`, `jax.vmap` (e.g. one key per
+chain), `jax.grad` and sharding. `JaxGraph.store` writes a state back into the
+Aesara shared variables, where every Aesara backend can use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import aesara
+from aesara.compile.sharedvalue import SharedVariable
+from aesara.graph.basic import Variable
+
+from aejax.adapters import StateCodec, codec_for
+from aejax.linker.errors import LoweringError
+from aejax.linker.linker import BACKEND
+from aejax.linker.lowering import LoweredGraph
+from aejax.linker.mode import mode as aejax_mode
+from aejax.linker.ragged import NeedsSplit, Ragged
+
+State = dict[str, Any]
+
+UNTIL_TRACE = (
+    "the exported graph uses the trace of an until-loop, whose length is known only "
+    "at run time, so it cannot be one pure JAX function; export the loop's last values "
+    "instead, or compile the graph with aesara.function(..., mode='AEJAX')"
+)
+
+
+@dataclass
+class JaxGraph:
+    """An Aesara graph as a pure JAX function and its state.
+
+    Attributes
+    ----------
+    fn
+        ``fn(state, *inputs) -> (outputs, new_state)``, traceable by JAX.
+    state
+        The initial state: the shared variables' values in JAX form, by name.
+    shared
+        The shared variable behind each state entry.
+    """
+
+    fn: Callable[..., tuple[list[Any], State]]
+    state: State
+    shared: dict[str, SharedVariable] = field(repr=False)
+
+    def store(self, state: State) -> None:
+        """Write ``state`` back into the shared variables (decoded to host values)."""
+        for name, value in state.items():
+            var = self.shared[name]
+            var.set_value(codec_for(BACKEND, var.type).decode(value, var.type), borrow=True)
+
+
+def _state_names(shared: Sequence[SharedVariable]) -> list[str]:
+    names: list[str] = []
+    for index, var in enumerate(shared):
+        name = var.name or f"shared_{index}"
+        while name in names:
+            name = f"{name}_{index}"
+        names.append(name)
+    return names
+
+
+def jaxify(inputs: Sequence[Variable], outputs: Any, updates: Any = None) -> JaxGraph:
+    """Export the graph from ``inputs`` to ``outputs`` (with ``updates``) as pure JAX.
+
+    The graph is rewritten as aejax's mode rewrites it. Shape-deciding scalar
+    inputs must be static under the caller's `jax.jit` (``static_argnums``);
+    the trace of an ``until`` Scan cannot leave the function (its length is
+    known only at run time), but its last values can.
+    """
+    single = not isinstance(outputs, (list, tuple))
+    compiled = aesara.function(list(inputs), outputs, updates=updates, mode=aejax_mode)
+    fgraph = compiled.maker.fgraph
+    specs = compiled.maker.inputs
+    shared_positions = [i for i, spec in enumerate(specs) if spec.shared]
+    shared = [specs[i].variable for i in shared_positions]
+    names = _state_names(shared)
+    codecs: list[StateCodec] = [codec_for(BACKEND, var.type) for var in shared]
+    n_outputs = len(fgraph.outputs) - len(fgraph.update_mapping)
+    updated = {i: o for o, i in fgraph.update_mapping.items()}
+    lowered = LoweredGraph(fgraph.inputs, fgraph.outputs, compiled.vm.jit_fn.steps)
+    explicit = [i for i in range(len(specs)) if not specs[i].shared]
+
+    def fn(state: State, *args: Any) -> tuple[Any, State]:
+        values: list[Any] = [None] * len(specs)
+        for position, arg in zip(explicit, args):
+            values[position] = arg
+        for position, name in zip(shared_positions, names):
+            values[position] = state[name]
+        try:
+            results = lowered(*values)
+        except NeedsSplit as split:
+            raise LoweringError(UNTIL_TRACE, node=split.node) from split
+        if any(isinstance(r, Ragged) for r in results):
+            raise LoweringError(UNTIL_TRACE)
+        new_state = {
+            name: results[updated[position]] if position in updated else state[name]
+            for position, name in zip(shared_positions, names)
+        }
+        outs = list(results[:n_outputs])
+        return (outs[0] if single else outs), new_state
+
+    state = {
+        name: codec.encode(var.get_value(borrow=True), var.type)
+        for name, var, codec in zip(names, shared, codecs)
+    }
+    return JaxGraph(fn=fn, state=state, shared=dict(zip(names, shared)))
