@@ -269,22 +269,23 @@ class LoweredScan:
         return split_by(outs, [len(t) for t in self.layout.mit_mot_out])
 
     def while_loop(self, n_steps: int, seqs: list[Any], mit_mot: list[Any], sots: list[Any], shared: list[Any], sizes: list[int], non_seqs: list[Any]) -> list[Any]:
+        """An ``until`` loop: every mit-sot/sit-sot is read from its window; the outputs
+        whose trace is kept are also written, write-only, into their buffers (a buffer
+        that the loop also read from would be copied by XLA at every step)."""
         lay = self.layout
-        widths = lay.sot_windows()
-        sot_windows = [SotWindow(w, taps) for w, taps in zip(widths, lay.sot_taps)]
-        windowed = [b.shape[0] <= w for b, w in zip(sots, widths)]
+        sot_windows = [SotWindow(w, taps) for w, taps in zip(lay.sot_windows(), lay.sot_taps)]
+        traced = [b.shape[0] > sw.width for b, sw in zip(sots, sot_windows)]
         mintaps = lay.mit_mot_mintaps()
         nit_buffers = self.nit_sot_buffers(seqs, mit_mot, sots, shared, sizes, non_seqs)
-        buffered_sots = [(b, w, taps) for b, w, taps, win in zip(sots, widths, lay.sot_taps, windowed) if not win]
         start = Carry(
             step=jnp.asarray(0, "int32"),
             mit_mot=tuple(mit_mot),
-            windows=tuple(sw.start(b) for sw, b, win in zip(sot_windows, sots, windowed) if win),
+            windows=tuple(sw.start(b) for sw, b in zip(sot_windows, sots)),
             shared=tuple(shared),
-            buffers=tuple(b for b, _, _ in buffered_sots) + tuple(nit_buffers),
+            buffers=tuple(b for b, keep in zip(sots, traced) if keep) + tuple(nit_buffers),
             running=jnp.asarray(True),
         )
-        offsets = [w for _, w, _ in buffered_sots] + [0] * lay.n_nit_sot
+        offsets = [sw.width for sw, keep in zip(sot_windows, traced) if keep] + [0] * lay.n_nit_sot
 
         def cond(carry: Carry) -> Any:
             return carry.running & (carry.step < n_steps)
@@ -293,34 +294,26 @@ class LoweredScan:
             i = carry.step
             seq_rows = [lax.dynamic_index_in_dim(s, i, keepdims=False) for s in seqs]
             mm_rows = [read_rows(b, i - m, taps) for b, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
-            windows, buffers = iter(carry.windows), iter(carry.buffers)
-            sot_rows = [
-                sw.rows(next(windows)) if win else read_rows(next(buffers), i + sw.width, sw.taps)
-                for sw, win in zip(sot_windows, windowed)
-            ]
+            sot_rows = [sw.rows(w) for sw, w in zip(sot_windows, carry.windows)]
             mm_outs, sot_outs, nit_outs, shared_outs, (until,) = self.run_inner(seq_rows, mm_rows, sot_rows, carry.shared, non_seqs)
-            buffered_outs = [y for y, win in zip(sot_outs, windowed) if not win] + list(nit_outs)
+            written = [y for y, keep in zip(sot_outs, traced) if keep] + list(nit_outs)
             return Carry(
                 step=i + 1,
                 mit_mot=tuple(
                     write_rows(b, i - m, taps, values)
                     for b, m, taps, values in zip(carry.mit_mot, mintaps, lay.mit_mot_out, self.mit_mot_out_groups(mm_outs))
                 ),
-                windows=tuple(
-                    sw.shifted(w, y)
-                    for sw, w, y in zip([sw for sw, win in zip(sot_windows, windowed) if win], carry.windows, [y for y, win in zip(sot_outs, windowed) if win])
-                ),
+                windows=tuple(sw.shifted(w, y) for sw, w, y in zip(sot_windows, carry.windows, sot_outs)),
                 shared=tuple(same_type_as(v, s) for v, s in zip(shared_outs, carry.shared)),
-                buffers=tuple(write_rows(b, i + offset, (0,), (y,)) for b, offset, y in zip(carry.buffers, offsets, buffered_outs)),
+                buffers=tuple(write_rows(b, i + offset, (0,), (y,)) for b, offset, y in zip(carry.buffers, offsets, written)),
                 running=jnp.logical_not(jnp.asarray(until).astype(bool)),
             )
 
         final = lax.while_loop(cond, body, start)
         laid_out = iter(ordered_history(b, final.step, offset, n_steps) for b, offset in zip(final.buffers, offsets))
-        windows = iter(final.windows)
         sot_results = [
-            sw.as_rows(next(windows))[-b.shape[0] :] if win else next(laid_out)
-            for sw, b, win in zip(sot_windows, sots, windowed)
+            next(laid_out) if keep else sw.as_rows(window)[-b.shape[0] :]
+            for sw, b, keep, window in zip(sot_windows, sots, traced, final.windows)
         ]
         return [*final.mit_mot, *sot_results, *laid_out, *final.shared]
 
