@@ -32,13 +32,13 @@ def newton_graph(max_steps: int) -> tuple[list, object]:
     return [a], trace
 
 
-def main(size: int = 100_000, max_steps: int = 1000, calls: int = 5) -> dict:
+def main(size: int = 100_000, max_steps: int = 1000, calls: int = 5, with_c: bool = True) -> dict:
     inputs, trace = newton_graph(max_steps)
     values = np.linspace(1.0, 1e6, size)
     print(f"Newton sqrt of {size} numbers, at most {max_steps} steps")
-    roots = compare_backends(inputs, trace[-1], (values,), calls=calls)
+    roots = compare_backends(inputs, trace[-1], (values,), calls=calls, with_c=with_c)
     print(f"max error vs numpy.sqrt: {np.abs(roots - np.sqrt(values)).max():.2e}")
-    steps = compare_backends(inputs, trace.shape[0], (values,), calls=calls)
+    steps = compare_backends(inputs, trace.shape[0], (values,), calls=calls, with_c=with_c)
     print(f"the loop ran {int(steps)} steps")
     return {"roots": roots, "steps": int(steps), "values": values}
 

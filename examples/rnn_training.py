@@ -18,8 +18,7 @@ import aesara.tensor as at
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import aejax.linker  # noqa: E402
-from timing import median_seconds  # noqa: E402
+from timing import BACKENDS, median_seconds  # noqa: E402
 
 
 def sine_data(steps: int, batch: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -45,11 +44,13 @@ def training_function(hidden: int, mode, seed: int = 1):
     return aesara.function([xs, ys], loss, updates=updates, mode=mode)
 
 
-def main(steps: int = 200, batch: int = 16, hidden: int = 32, epochs: int = 30) -> dict:
+def main(steps: int = 200, batch: int = 16, hidden: int = 32, epochs: int = 30, with_c: bool = True) -> dict:
     xs, ys = sine_data(steps, batch)
     print(f"RNN training, {steps} steps x batch {batch}, hidden {hidden}, {epochs} epochs")
     losses = {}
-    for label, mode in (("aejax (JAX)", aejax.linker.mode), ("Aesara C", "FAST_RUN")):
+    for label, mode in BACKENDS.items():
+        if mode == "FAST_RUN" and not with_c:
+            continue
         start = time.perf_counter()
         train = training_function(hidden, mode)
         history = [float(train(xs, ys))]

@@ -61,13 +61,13 @@ def synthetic_cases(days: int, seed: int = 7) -> np.ndarray:
     return np.asarray(cases, dtype=np.float64)
 
 
-def main(days: int = 365, calls: int = 5) -> dict:
+def main(days: int = 365, calls: int = 5, with_c: bool = True) -> dict:
     inputs, outputs = seir_graph()
     cases = synthetic_cases(days)
     start = (POPULATION - 10.0, 0.0, 10.0, 0.0)
     print(f"SEIR model, {days} days, population {POPULATION:,.0f}")
-    loglik, expected, infectious = compare_backends(inputs, outputs, (*TRUE_RATES, *start, cases), calls=calls)
-    wrong = compare_backends(inputs, outputs[0], (0.3, 0.2, 0.1, *start, cases), calls=1)
+    loglik, expected, infectious = compare_backends(inputs, outputs, (*TRUE_RATES, *start, cases), calls=calls, with_c=with_c)
+    wrong = compare_backends(inputs, outputs[0], (0.3, 0.2, 0.1, *start, cases), calls=1, with_c=with_c)
     print(f"log-likelihood at the true rates   {float(loglik):14.2f}")
     print(f"log-likelihood at beta=0.3         {float(wrong):14.2f}")
     print(f"peak infectious {infectious.max():,.0f} on day {int(infectious.argmax())}")

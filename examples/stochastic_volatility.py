@@ -37,10 +37,10 @@ def volatility_graph(steps: int, seed: int = 2024) -> tuple[list, list, dict]:
     return [sigma, h0], [log_vol, returns], updates
 
 
-def main(steps: int = 10_000, chains: int = 1000, calls: int = 5) -> dict:
+def main(steps: int = 10_000, chains: int = 1000, calls: int = 5, with_c: bool = True) -> dict:
     inputs, outputs, updates = volatility_graph(steps)
     print(f"stochastic volatility, {steps} steps")
-    log_vol, returns = compare_backends(inputs, outputs, (0.1, -1.0), updates=updates, calls=calls)
+    log_vol, returns = compare_backends(inputs, outputs, (0.1, -1.0), updates=updates, calls=calls, with_c=with_c)
     print(f"one path: final log-volatility {log_vol[-1]:.3f}, return std {returns.std():.3f}")
 
     graph = aejax.linker.jaxify(inputs, outputs[0][-1], updates)
