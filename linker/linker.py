@@ -20,7 +20,7 @@ from aesara.link.basic import JITLinker
 from aejax.adapters import CodecError, KeyPayloadSpec, StateCodec, codec_for
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError
-from aejax.linker.lowering import Step, lower_nodes
+from aejax.linker.lowering import lower_nodes
 from aejax.linker.program import GraphProgram
 
 BACKEND = "jax"
@@ -92,38 +92,45 @@ def boundary(variables: list[Variable], storage_map: dict[Variable, list[Any]]) 
 
 
 class JAXCodecLinker(JITLinker):
-    """Compile a whole `FunctionGraph` with `jax.jit` behind a codec boundary."""
+    """Compile a whole `FunctionGraph` with `jax.jit` behind a codec boundary.
 
-    def fgraph_convert(self, fgraph: Any, **kwargs: Any) -> list[Step]:
-        return lower_nodes(fgraph, jax_funcify)
+    `fgraph_convert` lowers every node and wraps the graph in a `GraphProgram`
+    whose boundary cells encode the inputs and decode the outputs through the
+    ``"jax"`` codecs; `jit_compile` is the identity, since the program compiles
+    itself on first use (once per value of its static inputs).
+    """
 
-    def jit_compile(self, steps: list[Step]) -> GraphProgram:
-        fgraph = self.fgraph
-        return GraphProgram(fgraph.inputs, fgraph.outputs, steps, self._inputs, self._outputs)
+    def fgraph_convert(self, fgraph: Any, storage_map: Any = None, **kwargs: Any) -> GraphProgram:
+        return GraphProgram(
+            fgraph.inputs,
+            fgraph.outputs,
+            lower_nodes(fgraph, jax_funcify),
+            self.create_thunk_inputs(storage_map),
+            boundary(fgraph.outputs, storage_map),
+        )
+
+    def jit_compile(self, program: GraphProgram) -> GraphProgram:
+        return program
 
     def create_thunk_inputs(self, storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
         return boundary(self.fgraph.inputs, storage_map)
 
-    def output_filter(self, var: Variable, out: Any) -> Any:
-        return codec_for(BACKEND, var.type).decode(out, var.type)
-
     def create_jitable_thunk(
         self, compute_map: Any, order: Any, input_storage: Any, output_storage: Any, storage_map: Any
     ) -> tuple[list[Callable[[], None]], list[Any], GraphProgram]:
-        inputs = self._inputs = self.create_thunk_inputs(storage_map)
-        outputs = self._outputs = boundary(self.fgraph.outputs, storage_map)
-        program = self.jit_compile(self.fgraph_convert(self.fgraph))
-        computed = [compute_map[v] for v in self.fgraph.outputs]
+        program = self.jit_compile(self.fgraph_convert(self.fgraph, storage_map=storage_map))
+        encoders = [cell.encode for cell in program.input_cells]
+        outputs = [(cell.decode, cell.storage, compute_map[cell.variable]) for cell in program.output_cells]
 
         def thunk() -> None:
-            results = program(*[cell.encode() for cell in inputs])
-            decoded = [cell.decode(value) for cell, value in zip(outputs, results)]
-            for cell, value, flag in zip(outputs, decoded, computed):
-                cell.storage[0] = value
-                flag[0] = True
+            results = program(*[encode() for encode in encoders])
+            decoded = [decode(value) for (decode, _, _), value in zip(outputs, results)]
+            for (_, storage, computed), value in zip(outputs, decoded):
+                storage[0] = value
+                computed[0] = True
 
-        thunk.inputs = [cell.storage for cell in inputs]  # type: ignore[attr-defined]
-        thunk.outputs = [cell.storage for cell in outputs]  # type: ignore[attr-defined]
+        thunk.inputs = [cell.storage for cell in program.input_cells]  # type: ignore[attr-defined]
+        thunk.outputs = [cell.storage for cell in program.output_cells]  # type: ignore[attr-defined]
         thunk.lazy = False  # type: ignore[attr-defined]
         output_nodes = [o.owner for o in self.fgraph.outputs if o.owner is not None][:1]
         return [thunk], output_nodes, program

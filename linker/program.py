@@ -58,8 +58,9 @@ class GraphProgram:
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.steps = list(steps)
-        self.entries = dict(zip(self.inputs, entries))
-        self.exits = list(exits)
+        self.input_cells = list(entries)
+        self.output_cells = list(exits)
+        self._entry_of = dict(zip(self.inputs, entries))
         self.split_after: set[Apply] = set()
         self.segments = self._plan()
 
@@ -74,11 +75,11 @@ class GraphProgram:
                 self.segments = self._plan()
 
     def _run_segments(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        env = {var: self.entries[var].enter(arg) for var, arg in zip(self.inputs, args)}
+        env = {var: self._entry_of[var].enter(arg) for var, arg in zip(self.inputs, args)}
         for segment in self.segments:
             results = segment.program(*[lookup(env, v) for v in segment.inputs])
             env.update((v, trimmed(r)) for v, r in zip(segment.outputs, results))
-        return tuple(exit.leave(lookup(env, v)) for exit, v in zip(self.exits, self.outputs))
+        return tuple(exit.leave(lookup(env, v)) for exit, v in zip(self.output_cells, self.outputs))
 
     def _plan(self) -> list[Segment]:
         groups: list[list[Step]] = [[]]
@@ -93,8 +94,8 @@ class GraphProgram:
 
     def _whole_graph(self, steps: list[Step]) -> Segment:
         inner = LoweredGraph(self.inputs, self.outputs, steps)
-        entries = [self.entries[v] for v in self.inputs]
-        exits = self.exits
+        entries = self.input_cells
+        exits = self.output_cells
 
         def boundary_fn(*values: Any) -> tuple[Any, ...]:
             results = inner(*[e.enter(v) for e, v in zip(entries, values)])
