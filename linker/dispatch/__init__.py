@@ -5,6 +5,15 @@ Aesara's own lowerings for every other Op.
 """
 
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.dispatch import basic_ops, random, reductions, scan, shape, sort, subtensor, tensor_basic
+from aejax.linker.dispatch import (  # noqa: F401  (importing registers the lowerings)
+    basic_ops,
+    random,
+    reductions,
+    scan,
+    shape,
+    sort,
+    subtensor,
+    tensor_basic,
+)
 
 __all__ = ["jax_funcify"]

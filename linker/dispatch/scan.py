@@ -1,31 +1,34 @@
 """`Scan` as `lax.scan` (a fixed number of steps) or `lax.while_loop` (``until``).
 
-The loop carry is a fixed pytree:
+The loop carry is a fixed pytree (`Carry`):
 
-- ``step``: the step counter;
-- ``mit_mot``: the whole mit-mot buffers (gradient scans read and write them
-  at offsets from the step);
-- ``windows``: for each mit-sot/sit-sot output, its last ``-min(taps)`` values,
-  oldest first (fixed-length loops only);
+- ``step``: the step counter (``until`` loops);
+- ``mit_mot``: in fixed loops, a window of the rows one step reads and writes
+  of each mit-mot buffer (gradient scans); each step its oldest row leaves as
+  part of the output and the next buffer row enters. In ``until`` loops, the
+  whole buffers;
+- ``windows``: the last ``-min(taps)`` values of each mit-sot/sit-sot, oldest
+  first (a sit-sot carries its value itself);
 - ``shared``: the values of Aesara's untraced sit-sots ("shared outs"), among
   them random states, which are PRNG keys;
-- ``buffers``: the full output buffers of mit-sot/sit-sot/nit-sot outputs,
-  written in place (``until`` loops only);
+- ``buffers``: in ``until`` loops, the traces being kept, written and never
+  read inside the loop (XLA would copy a buffer it also reads at every step);
 - ``running``: whether the ``until`` condition still lets the loop go on.
 
 Sequences are the scanned ``xs`` (or indexed by the step); non-sequences are
-closed over. Outputs are laid out as Aesara's own Scan lays out its buffers,
-including buffers that ``scan_save_mem`` shortened: a buffer of ``S`` rows
-holds the last ``S`` states of the history (initial taps, then one state per
-step), in order, zero-padded when longer than the history. An ``until`` loop
-whose trace is kept returns it as `Ragged`, since the number of steps it ran
-is known only at run time; the linker trims it at the jit boundary, splitting
-the program there when the trace feeds further computation.
+closed over; in fixed loops traces leave as stacked ``ys``. Outputs are laid
+out as Aesara's own Scan lays out its buffers, including buffers that
+``scan_save_mem`` shortened: a buffer of ``S`` rows holds the last ``S``
+states of the history (initial taps, then one state per step), in order,
+zero-padded when longer than the history. An ``until`` loop whose trace is
+kept returns it as `Ragged`, since the number of steps it ran is known only
+at run time; the linker trims it at the jit boundary, splitting the program
+there when the trace feeds further computation.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -37,70 +40,19 @@ from jax import lax
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.scan_layout import ScanLayout, split_by
 from aejax.linker.errors import InvalidValueError, LoweringError
-from aejax.linker.ragged import Ragged
-
-
-class Carry(NamedTuple):
-    """The loop state of a lowered Scan (see the module docstring)."""
-
-    step: Any
-    mit_mot: tuple[Any, ...]
-    windows: tuple[Any, ...]
-    shared: tuple[Any, ...]
-    buffers: tuple[Any, ...]
-    running: Any
-
-
-def same_type_as(value: Any, reference: Any) -> Any:
-    """``value`` with the dtype of ``reference`` (and strong typing), keys untouched."""
-    dtype = jnp.result_type(reference)
-    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
-        return value
-    return lax.convert_element_type(value, dtype)
-
-
-def read_rows(buffer: Any, position: Any, taps: Sequence[int]) -> list[Any]:
-    """Rows ``(position + tap) % len(buffer)`` of a circular buffer."""
-    size = buffer.shape[0]
-    return [lax.dynamic_index_in_dim(buffer, (position + t) % size, keepdims=False) for t in taps]
-
-
-def write_rows(buffer: Any, position: Any, taps: Sequence[int], rows: Sequence[Any]) -> Any:
-    """``buffer`` with ``rows`` written at ``(position + tap) % len(buffer)``."""
-    size = buffer.shape[0]
-    for t, row in zip(taps, rows):
-        buffer = lax.dynamic_update_index_in_dim(buffer, same_type_as(row, buffer), (position + t) % size, 0)
-    return buffer
-
-
-def shift_in(window: Any, row: Any) -> Any:
-    """The window of last values after ``row`` is appended."""
-    row = same_type_as(row, window)[None]
-    return row if window.shape[0] == 1 else jnp.concatenate([window[1:], row], axis=0)
-
-
-class SotWindow:
-    """The last ``width`` values of a mit-sot/sit-sot, as the loop carries them.
-
-    A sit-sot (width 1) carries its value itself rather than a 1-row array:
-    on the CPU every extra slice or reshape in a loop body costs time per step.
-    """
-
-    def __init__(self, width: int, taps: Sequence[int]) -> None:
-        self.width = width
-        self.taps = tuple(taps)
-
-    def start(self, buffer: Any) -> Any:
-        return buffer[0] if self.width == 1 else buffer[: self.width]
-
-    def rows(self, window: Any) -> list[Any]:
-        return [window if self.width == 1 else window[self.width + t] for t in self.taps]
-
-    def shifted(self, window: Any, row: Any) -> Any:
-        return same_type_as(row, window) if self.width == 1 else shift_in(window, row)
-
-    def as_rows(self, window: Any) -> Any:
-        return window[None] if self.width == 1 else window
+from aejax.linker.loop_state import (
+    Carry,
+    SotWindow,
+    flatten,
+    history_rows,
+    ordered_history,
+    read_rows,
+    same_type_as,
+    shift_in,
+    window_rows,
+    window_written,
+    write_rows,
+)
 
 
 def static_count(value: Any, what: str) -> int:
@@ -121,31 +73,6 @@ def check_steps(n_steps: int, seqs: Sequence[Any]) -> None:
                 f"sequence {index} of the Scan has {seq.shape[0]} entries but the "
                 f"Scan runs for {n_steps} steps"
             )
-
-
-def history_rows(size: int, initial: Any, trace: Any) -> Any:
-    """The last ``size`` rows of ``[initial; trace]``, zero-padded when longer."""
-    history = trace if initial is None else jnp.concatenate([initial, same_type_as(trace, initial)])
-    if size <= history.shape[0]:
-        return history[history.shape[0] - size :]
-    padding = jnp.zeros((size - history.shape[0],) + history.shape[1:], history.dtype)
-    return jnp.concatenate([history, padding])
-
-
-def flatten(groups: Sequence[Sequence[Any]]) -> list[Any]:
-    return [item for group in groups for item in group]
-
-
-def window_rows(window: Any, mintap: int, taps: Sequence[int]) -> list[Any]:
-    """Rows ``tap - mintap`` of a mit-mot window."""
-    return [window[t - mintap] for t in taps]
-
-
-def window_written(window: Any, mintap: int, taps: Sequence[int], rows: Sequence[Any]) -> Any:
-    """A mit-mot window with ``rows`` written at ``tap - mintap``."""
-    for t, row in zip(taps, rows):
-        window = window.at[t - mintap].set(same_type_as(row, window))
-    return window
 
 
 class LoweredScan:
@@ -328,25 +255,6 @@ class LoweredScan:
             lambda *rows: self.run_inner(rows, mm_rows, sot_rows, shared, non_seqs)[2], *[s[0] for s in seqs]
         )
         return [jnp.zeros((size,) + s.shape, s.dtype) for size, s in zip(sizes, shapes)]
-
-
-def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: int) -> Any:
-    """A circular buffer after ``steps`` writes, laid out as Aesara's Scan leaves it.
-
-    ``offset`` initial rows precede the first write. A buffer that wrapped is
-    rotated oldest-first; a longer one is zero-padded and, when the loop
-    stopped early, cut by the steps it did not run (a run-time length).
-    """
-    size = buffer.shape[0]
-    filled = steps + offset
-    rotated = jnp.roll(buffer, -(filled % size), axis=0)
-    rows = jnp.arange(size).reshape((size,) + (1,) * (buffer.ndim - 1))
-    padded = jnp.where(rows < filled, buffer, jnp.zeros_like(buffer))
-    laid_out = jnp.where(filled > size, rotated, padded)
-    if size <= offset + 1:
-        return laid_out
-    length = jnp.where(filled < size, size - (max_steps - steps), size)
-    return Ragged(laid_out, length)
 
 
 @jax_funcify.register(Scan)

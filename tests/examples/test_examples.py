@@ -7,7 +7,6 @@ from pathlib import Path
 
 import aesara
 import numpy as np
-import pytest
 
 from tests.reference import REFERENCE
 

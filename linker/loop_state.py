@@ -1,0 +1,124 @@
+"""The pieces of a lowered Scan's loop state: windows, buffers and their layout.
+
+`aejax.linker.dispatch.scan` builds its ``lax.scan``/``lax.while_loop``
+carries from these: windows of recent values that a step reads, buffers that
+keep traces, and the functions that lay the results out as Aesara's own Scan
+leaves its output buffers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from aejax.linker.ragged import Ragged
+
+
+class Carry(NamedTuple):
+    """The loop state of a lowered Scan (see the module docstring)."""
+
+    step: Any
+    mit_mot: tuple[Any, ...]
+    windows: tuple[Any, ...]
+    shared: tuple[Any, ...]
+    buffers: tuple[Any, ...]
+    running: Any
+
+
+def same_type_as(value: Any, reference: Any) -> Any:
+    """``value`` with the dtype of ``reference`` (and strong typing), keys untouched."""
+    dtype = jnp.result_type(reference)
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        return value
+    return lax.convert_element_type(value, dtype)
+
+
+def read_rows(buffer: Any, position: Any, taps: Sequence[int]) -> list[Any]:
+    """Rows ``(position + tap) % len(buffer)`` of a circular buffer."""
+    size = buffer.shape[0]
+    return [lax.dynamic_index_in_dim(buffer, (position + t) % size, keepdims=False) for t in taps]
+
+
+def write_rows(buffer: Any, position: Any, taps: Sequence[int], rows: Sequence[Any]) -> Any:
+    """``buffer`` with ``rows`` written at ``(position + tap) % len(buffer)``."""
+    size = buffer.shape[0]
+    for t, row in zip(taps, rows):
+        buffer = lax.dynamic_update_index_in_dim(buffer, same_type_as(row, buffer), (position + t) % size, 0)
+    return buffer
+
+
+def shift_in(window: Any, row: Any) -> Any:
+    """The window of last values after ``row`` is appended."""
+    row = same_type_as(row, window)[None]
+    return row if window.shape[0] == 1 else jnp.concatenate([window[1:], row], axis=0)
+
+
+class SotWindow:
+    """The last ``width`` values of a mit-sot/sit-sot, as the loop carries them.
+
+    A sit-sot (width 1) carries its value itself rather than a 1-row array:
+    on the CPU every extra slice or reshape in a loop body costs time per step.
+    """
+
+    def __init__(self, width: int, taps: Sequence[int]) -> None:
+        self.width = width
+        self.taps = tuple(taps)
+
+    def start(self, buffer: Any) -> Any:
+        return buffer[0] if self.width == 1 else buffer[: self.width]
+
+    def rows(self, window: Any) -> list[Any]:
+        return [window if self.width == 1 else window[self.width + t] for t in self.taps]
+
+    def shifted(self, window: Any, row: Any) -> Any:
+        return same_type_as(row, window) if self.width == 1 else shift_in(window, row)
+
+    def as_rows(self, window: Any) -> Any:
+        return window[None] if self.width == 1 else window
+
+
+def history_rows(size: int, initial: Any, trace: Any) -> Any:
+    """The last ``size`` rows of ``[initial; trace]``, zero-padded when longer."""
+    history = trace if initial is None else jnp.concatenate([initial, same_type_as(trace, initial)])
+    if size <= history.shape[0]:
+        return history[history.shape[0] - size :]
+    padding = jnp.zeros((size - history.shape[0],) + history.shape[1:], history.dtype)
+    return jnp.concatenate([history, padding])
+
+
+def flatten(groups: Sequence[Sequence[Any]]) -> list[Any]:
+    return [item for group in groups for item in group]
+
+
+def window_rows(window: Any, mintap: int, taps: Sequence[int]) -> list[Any]:
+    """Rows ``tap - mintap`` of a mit-mot window."""
+    return [window[t - mintap] for t in taps]
+
+
+def window_written(window: Any, mintap: int, taps: Sequence[int], rows: Sequence[Any]) -> Any:
+    """A mit-mot window with ``rows`` written at ``tap - mintap``."""
+    for t, row in zip(taps, rows):
+        window = window.at[t - mintap].set(same_type_as(row, window))
+    return window
+
+
+def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: int) -> Any:
+    """A circular buffer after ``steps`` writes, laid out as Aesara's Scan leaves it.
+
+    ``offset`` initial rows precede the first write. A buffer that wrapped is
+    rotated oldest-first; a longer one is zero-padded and, when the loop
+    stopped early, cut by the steps it did not run (a run-time length).
+    """
+    size = buffer.shape[0]
+    filled = steps + offset
+    rotated = jnp.roll(buffer, -(filled % size), axis=0)
+    rows = jnp.arange(size).reshape((size,) + (1,) * (buffer.ndim - 1))
+    padded = jnp.where(rows < filled, buffer, jnp.zeros_like(buffer))
+    laid_out = jnp.where(filled > size, rotated, padded)
+    if size <= offset + 1:
+        return laid_out
+    length = jnp.where(filled < size, size - (max_steps - steps), size)
+    return Ragged(laid_out, length)
