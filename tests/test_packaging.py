@@ -1,0 +1,29 @@
+"""The distribution ships every package folder of the repository."""
+
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_package_folder_is_mapped_into_the_aejax_namespace():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapped = {folder: package for package, folder in config["package-dir"].items()}
+    folders = {
+        str(init.parent.relative_to(ROOT))
+        for top in ("adapters", "linker")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert folders == set(mapped)
+    assert sorted(mapped.values()) == sorted(config["packages"])
+    assert all(package.startswith("aejax.") for package in config["packages"])
+
+
+def test_builtin_codecs_are_published_as_entry_points():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = set(project["entry-points"]["aejax.codecs"])
+    assert "jax:aesara.tensor.random.type.RandomGeneratorType" in names
+    assert "jax:aesara.tensor.type.TensorType" in names
