@@ -110,7 +110,7 @@ def mit_sot(steps: int) -> Workload:
             new = 0.6 * window[2] - 0.2 * window[0] + 0.1
             return jnp.concatenate([window[1:], new[None]]), new
 
-        return jnp.concatenate([init, lax.scan(step, init, length=steps)[1]])
+        return lax.scan(step, init, length=steps)[1]
 
     return Workload("mit-sot taps [-1,-3]", 1.2, [init], trace, None, (start,), hand, (start,))
 
