@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import aesara
 from aesara.compile.sharedvalue import SharedVariable
-from aesara.graph.basic import Variable
+from aesara.graph.basic import Variable, ancestors
 
 from aejax.adapters import StateCodec, codec_for
 from aejax.linker.errors import LoweringError
@@ -23,6 +23,7 @@ from aejax.linker.linker import BACKEND
 from aejax.linker.lowering import LoweredGraph
 from aejax.linker.mode import mode as aejax_mode
 from aejax.linker.ragged import NeedsSplit, Ragged
+from aejax.linker.static_inputs import is_integer_scalar
 
 State = dict[str, Any]
 
@@ -56,6 +57,26 @@ class JaxGraph:
         for name, value in state.items():
             var = self.shared[name]
             var.set_value(codec_for(BACKEND, var.type).decode(value, var.type), borrow=True)
+
+
+def with_static_hint(error: LoweringError, inputs: Sequence[Variable], explicit: Sequence[int]) -> LoweringError:
+    """``error`` plus which arguments of the exported function to make static."""
+    if error.node is None:
+        return error
+    found = set(ancestors(error.node.inputs))
+    argnums = [
+        (number + 1, inputs[position])
+        for number, position in enumerate(explicit)
+        if inputs[position] in found and is_integer_scalar(inputs[position])
+    ]
+    if not argnums:
+        return error
+    names = ", ".join(f"{var.name or var} (argnum {argnum})" for argnum, var in argnums)
+    return LoweringError(
+        f"{error}\nThe node depends on {names}: mark it static, e.g. "
+        f"jax.jit(graph.fn, static_argnums={tuple(a for a, _ in argnums)}).",
+        node=error.node,
+    )
 
 
 def _state_names(shared: Sequence[SharedVariable]) -> list[str]:
@@ -99,6 +120,8 @@ def jaxify(inputs: Sequence[Variable], outputs: Any, updates: Any = None) -> Jax
             results = lowered(*values)
         except NeedsSplit as split:
             raise LoweringError(UNTIL_TRACE, node=split.node) from split
+        except LoweringError as error:
+            raise with_static_hint(error, fgraph.inputs, explicit) from error
         if any(isinstance(r, Ragged) for r in results):
             raise LoweringError(UNTIL_TRACE)
         new_state = {

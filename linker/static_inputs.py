@@ -9,8 +9,12 @@ program is compiled per distinct value and kept in a cache, and a
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 from typing import Any, Callable, Sequence
+
+import aesara
 
 import jax
 import numpy as np
@@ -36,6 +40,19 @@ def is_integer_scalar(var: Variable) -> bool:
 
 def _label(var: Variable) -> str:
     return var.name or str(var)
+
+
+_LIBRARIES = tuple(
+    str(Path(module.__file__).resolve().parent) for module in (aesara, jax, sys.modules["aejax.linker"])
+)
+
+
+def caller_stacklevel() -> int:
+    """The `warnings.warn` stack level of the first frame outside aejax, Aesara and JAX."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_LIBRARIES):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class StaticInputProgram:
@@ -116,7 +133,7 @@ class StaticInputProgram:
                 f"input {_label(inputs[pos])!r} decides a shape in node {error.node}; "
                 "aejax compiles one JAX program per distinct value of it",
                 ShapeInputWarning,
-                stacklevel=4,
+                stacklevel=caller_stacklevel(),
             )
         self.static_positions = tuple(sorted(set(self.static_positions) | set(new)))
         self.programs.clear()

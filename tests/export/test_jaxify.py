@@ -126,3 +126,14 @@ def test_sharding_across_two_cpu_devices():
     done = subprocess.run([sys.executable, "-c", SHARDING_PROGRAM], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "devices 2" in done.stdout
+
+
+def test_shape_deciding_input_is_static_under_the_callers_jit():
+    n, x0 = at.iscalar("n"), at.dscalar("x0")
+    out, _ = aesara.scan(lambda x: x * 2, outputs_info=x0, n_steps=n)
+    graph = jaxify([n, x0], out)
+    run = jax.jit(graph.fn, static_argnums=1)
+    np.testing.assert_allclose(run(graph.state, 3, 1.0)[0], [2.0, 4.0, 8.0])
+    assert run(graph.state, 5, 1.0)[0].shape == (5,)
+    with pytest.raises(LoweringError, match=r"n \(argnum 1\): mark it static"):
+        jax.jit(graph.fn)(graph.state, 3, 1.0)

@@ -134,3 +134,13 @@ def test_outputs_are_writeable_numpy_arrays():
 def test_float32_graph_keeps_float32():
     x = at.fvector("x")
     assert_matches_reference([x], [x * 2 + at.constant(np.float32(1)), x.sum()], V.astype("float32"), rtol=1e-6)
+
+
+def test_op_from_graph():
+    from aesara.compile.builders import OpFromGraph
+
+    a, b = at.dvector("a"), at.dvector("b")
+    combined = OpFromGraph([a, b], [a * b + at.exp(a), (a - b).sum()])
+    x, y = at.dvector("x"), at.dvector("y")
+    outs = combined(x, y)
+    assert_matches_reference([x, y], [outs[0] * 2, outs[1]], V, V[::-1].copy())

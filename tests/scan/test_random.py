@@ -92,3 +92,44 @@ def test_c_backend_continues_the_shared_generator_after_a_scan():
     assert c_fn().shape == (3,)
     assert pickle.dumps(shared_rng.get_value()) != pickle.dumps(host)
     assert jax_fn().shape == (3,)
+
+
+@pytest.mark.kind("random")
+def test_runtime_n_steps_with_rng_and_a_draw_after_the_loop():
+    import warnings
+
+    from aejax.linker import ShapeInputWarning
+
+    srng = RandomStream(seed=8)
+    n = at.iscalar("n")
+    out, updates = aesara.scan(lambda: srng.uniform(0, 1), n_steps=n)
+    after = srng.normal(out.sum(), 1e-9)
+    f = aesara.function([n], [out, after], updates=srng.updates(), mode=aejax.linker.mode)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShapeInputWarning)
+        draws, total = f(5)
+        more, _ = f(7)
+    assert draws.shape == (5,) and more.shape == (7,)
+    np.testing.assert_allclose(total, draws.sum(), atol=1e-6)
+
+
+@pytest.mark.kind("random")
+def test_until_loop_with_draws_stops_on_a_random_condition():
+    from aesara.scan.utils import until
+
+    srng = RandomStream(seed=12)
+
+    def step(total):
+        new = total + srng.uniform(0, 1)
+        return new, until(new > 10)
+
+    out, updates = aesara.scan(step, outputs_info=at.as_tensor_variable(np.float64(0.0)), n_steps=1000)
+    f = aesara.function([], [out, out[-1]], updates=updates, mode=aejax.linker.mode)
+    lengths = []
+    for _ in range(20):
+        trace, last = f()
+        assert trace[-1] == last and last > 10 and np.all(trace[:-1] <= 10)
+        assert np.all(np.diff(trace) > 0)
+        lengths.append(len(trace))
+    assert 15 < np.mean(lengths) < 27
+    assert len(set(lengths)) > 1
