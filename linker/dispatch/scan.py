@@ -28,7 +28,7 @@ there when the trace feeds further computation.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -75,11 +75,22 @@ def check_steps(n_steps: int, seqs: Sequence[Any]) -> None:
             )
 
 
+class Outer(NamedTuple):
+    """A Scan node's outer inputs, grouped as `ScanLayout.outer_inputs` groups them."""
+
+    n_steps: int
+    seqs: list[Any]
+    mit_mot: list[Any]
+    sots: list[Any]
+    shared: list[Any]
+    nit_sizes: list[int]
+    non_seqs: list[Any]
+
+
 class LoweredScan:
     """The JAX computation of one Scan node."""
 
     def __init__(self, op: Scan, node: Any, inner: Callable[..., tuple[Any, ...]]) -> None:
-        self.op = op
         self.node = node
         self.layout = ScanLayout.of(op)
         self.inner = inner
@@ -90,19 +101,21 @@ class LoweredScan:
 
     def outputs(self, *outer: Any) -> list[Any]:
         """The Scan node's outputs, in Aesara's order."""
-        lay = self.layout
-        (n_steps,), seqs, mit_mot, sots, shared, nit_sizes, non_seqs = lay.outer_inputs(outer)
+        (n_steps,), seqs, mit_mot, sots, shared, nit_sizes, non_seqs = self.layout.outer_inputs(outer)
         n_steps = static_count(n_steps, "number of steps")
         check_steps(n_steps, seqs)
-        sizes = [static_count(s, "nit-sot buffer length") for s in nit_sizes]
         if n_steps == 0:
             return self.no_steps(mit_mot, sots, shared)
-        seqs = [jnp.asarray(s)[:n_steps] for s in seqs]
-        mit_mot = [jnp.asarray(b) for b in mit_mot]
-        sots = [jnp.asarray(b) for b in sots]
-        if lay.as_while:
-            return self.while_loop(n_steps, seqs, mit_mot, sots, shared, sizes, non_seqs)
-        return self.fixed_loop(n_steps, seqs, mit_mot, sots, shared, sizes, non_seqs)
+        values = Outer(
+            n_steps=n_steps,
+            seqs=[jnp.asarray(s)[:n_steps] for s in seqs],
+            mit_mot=[jnp.asarray(b) for b in mit_mot],
+            sots=[jnp.asarray(b) for b in sots],
+            shared=list(shared),
+            nit_sizes=[static_count(s, "nit-sot buffer length") for s in nit_sizes],
+            non_seqs=list(non_seqs),
+        )
+        return self.while_loop(values) if self.layout.as_while else self.fixed_loop(values)
 
     def no_steps(self, mit_mot: list[Any], sots: list[Any], shared: list[Any]) -> list[Any]:
         nit_sots = [
@@ -143,8 +156,10 @@ class LoweredScan:
             incoming.append(padded[span : span + n_steps])
         return windows, incoming
 
-    def fixed_loop(self, n_steps: int, seqs: list[Any], mit_mot: list[Any], sots: list[Any], shared: list[Any], sizes: list[int], non_seqs: list[Any]) -> list[Any]:
+    def fixed_loop(self, outer: Outer) -> list[Any]:
+        """A fixed number of steps: ``lax.scan``, traces leaving as stacked ``ys``."""
         lay = self.layout
+        n_steps, seqs, mit_mot, sots, shared, sizes, non_seqs = outer
         widths = lay.sot_windows()
         sot_windows = [SotWindow(w, taps) for w, taps in zip(widths, lay.sot_taps)]
         mintaps = lay.mit_mot_mintaps()
@@ -195,15 +210,19 @@ class LoweredScan:
     def mit_mot_out_groups(self, outs: Sequence[Any]) -> list[list[Any]]:
         return split_by(outs, [len(t) for t in self.layout.mit_mot_out])
 
-    def while_loop(self, n_steps: int, seqs: list[Any], mit_mot: list[Any], sots: list[Any], shared: list[Any], sizes: list[int], non_seqs: list[Any]) -> list[Any]:
-        """An ``until`` loop: every mit-sot/sit-sot is read from its window; the outputs
-        whose trace is kept are also written, write-only, into their buffers (a buffer
-        that the loop also read from would be copied by XLA at every step)."""
+    def while_loop(self, outer: Outer) -> list[Any]:
+        """An ``until`` loop: ``lax.while_loop``.
+
+        Every mit-sot/sit-sot is read from its window; the outputs whose trace
+        is kept are also written, write-only, into their buffers (a buffer the
+        loop also read from would be copied by XLA at every step).
+        """
         lay = self.layout
+        n_steps, seqs, mit_mot, sots, shared, sizes, non_seqs = outer
         sot_windows = [SotWindow(w, taps) for w, taps in zip(lay.sot_windows(), lay.sot_taps)]
         traced = [b.shape[0] > sw.width for b, sw in zip(sots, sot_windows)]
         mintaps = lay.mit_mot_mintaps()
-        nit_buffers = self.nit_sot_buffers(seqs, mit_mot, sots, shared, sizes, non_seqs)
+        nit_buffers = self.nit_sot_buffers(outer)
         start = Carry(
             step=jnp.asarray(0, "int32"),
             mit_mot=tuple(mit_mot),
@@ -244,8 +263,9 @@ class LoweredScan:
         ]
         return [*final.mit_mot, *sot_results, *laid_out, *final.shared]
 
-    def nit_sot_buffers(self, seqs: list[Any], mit_mot: list[Any], sots: list[Any], shared: list[Any], sizes: list[int], non_seqs: list[Any]) -> list[Any]:
+    def nit_sot_buffers(self, outer: Outer) -> list[Any]:
         """Zero buffers for the nit-sot outputs, shaped like one step's outputs."""
+        _, seqs, mit_mot, sots, shared, sizes, non_seqs = outer
         if not sizes:
             return []
         lay = self.layout
