@@ -15,6 +15,7 @@ from typing import Any, Protocol, Sequence
 
 from aesara.graph.basic import Apply, Constant, Variable
 
+from aejax.linker.errors import LoweringError
 from aejax.linker.lowering import LoweredGraph, Step, lookup
 from aejax.linker.ragged import NeedsSplit, Ragged
 from aejax.linker.static_inputs import StaticInputProgram
@@ -71,6 +72,8 @@ class GraphProgram:
                     return tuple(trimmed(v) for v in self.segments[0].program(*args))
                 return self._run_segments(args)
             except NeedsSplit as split:
+                if split.node in self.split_after:
+                    raise LoweringError(f"splitting after node {split.node} did not help", node=split.node) from split
                 self.split_after.add(split.node)
                 self.segments = self._plan()
 
