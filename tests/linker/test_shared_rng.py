@@ -121,3 +121,15 @@ def test_state_dict_values_are_accepted(ctor):
     out = normal_fn(rng, aejax.linker.mode)()
     assert out.shape == (4,)
     assert isinstance(rng.get_value(), type(ctor(0)))
+
+
+def test_shared_tensor_alternates_between_jax_and_c_inplace_updates():
+    total = aesara.shared(np.arange(3.0), name="total")
+    jax_fn = aesara.function([], [], updates={total: total + 1}, mode=aejax.linker.mode)
+    c_fn = aesara.function([], [], updates={total: total * 2}, mode="FAST_RUN")
+    jax_fn()
+    assert total.get_value(borrow=True).flags.writeable
+    c_fn()
+    jax_fn()
+    c_fn()
+    np.testing.assert_array_equal(total.get_value(), ((np.arange(3.0) + 1) * 2 + 1) * 2)
