@@ -67,7 +67,7 @@ def _check_x64(type: Any, dtype: np.dtype) -> None:
 
 
 def _check_array(type: Any, value: Any, shape: tuple[Any, ...]) -> None:
-    dtype = np.dtype(type.dtype)
+    dtype = getattr(type, "numpy_dtype", None) or np.dtype(type.dtype)
     if value.dtype != dtype:
         raise PayloadError(type, "dtype", str(dtype), value)
     if value.ndim != len(shape):

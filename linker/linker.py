@@ -9,7 +9,6 @@ applied to backend values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import jax
@@ -26,39 +25,62 @@ from aejax.linker.program import GraphProgram
 BACKEND = "jax"
 
 
-@dataclass(frozen=True)
 class BoundaryValue:
-    """One input or output of the compiled graph with its codec and storage cell.
+    """One input or output of the compiled graph: its variable, codec and storage cell.
 
-    Arrays cross the jit boundary as themselves. A random state crosses it as
-    its key's raw ``uint32`` words (``key_impl`` is set): they are wrapped into
-    a typed key as the traced function starts and unwrapped as it ends, so
-    inside it a random state is only ever a key, while the call avoids JAX's
-    slow path for key-typed arguments.
+    An array crosses the jit boundary as itself (`enter`/`leave` are the
+    identity); see `KeyBoundaryValue` for random states.
     """
 
-    variable: Variable
-    codec: StateCodec
-    storage: list[Any]
-    key_impl: str | None
+    def __init__(self, variable: Variable, codec: StateCodec, storage: list[Any]) -> None:
+        self.variable = variable
+        self.codec = codec
+        self.storage = storage
+        self._type = variable.type
+        self._encode = codec.encode
+        self._decode = codec.decode
 
     def encode(self) -> Any:
-        host = self.storage[0]
+        """The host value in the storage cell, in boundary form."""
         try:
-            if self.key_impl is None:
-                return self.codec.encode(host, self.variable.type)
-            return self.codec.encode_words(host, self.variable.type)  # type: ignore[attr-defined]
+            return self._encode(self.storage[0], self._type)
         except CodecError as error:
             raise InputValueError(f"input {_label(self.variable)}: {error}") from error
 
+    def decode(self, value: Any) -> Any:
+        """A boundary-form output as a host value."""
+        try:
+            return self._decode(value, self._type)
+        except CodecError as error:
+            raise InputValueError(f"output {_label(self.variable)}: {error}") from error
+
     def enter(self, value: Any) -> Any:
-        if self.key_impl is None:
-            return value
-        return jax.random.wrap_key_data(value, impl=self.key_impl)
+        """Boundary form -> the value inside the traced function."""
+        return value
 
     def leave(self, value: Any) -> Any:
-        if self.key_impl is None:
-            return value
+        """The value inside the traced function -> boundary form."""
+        return value
+
+
+class KeyBoundaryValue(BoundaryValue):
+    """A random state: it crosses the jit boundary as its key's raw ``uint32`` words.
+
+    The words are wrapped into a typed key as the traced function starts and
+    unwrapped as it ends, so inside it a random state is only ever a key,
+    while the call avoids JAX's slow path for key-typed arguments.
+    """
+
+    def __init__(self, variable: Variable, codec: StateCodec, storage: list[Any], impl: str) -> None:
+        super().__init__(variable, codec, storage)
+        self.impl = impl
+        self._encode = codec.encode_words  # type: ignore[attr-defined]
+        self._decode = lambda words, type: codec.decode_words(np.asarray(words), type)  # type: ignore[attr-defined]
+
+    def enter(self, value: Any) -> Any:
+        return jax.random.wrap_key_data(value, impl=self.impl)
+
+    def leave(self, value: Any) -> Any:
         if not jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
             raise LoweringError(
                 f"output {_label(self.variable)} should be a PRNG key inside the "
@@ -66,14 +88,6 @@ class BoundaryValue:
                 node=self.variable.owner,
             )
         return jax.random.key_data(value)
-
-    def decode(self, value: Any) -> Any:
-        try:
-            if self.key_impl is None:
-                return self.codec.decode(value, self.variable.type)
-            return self.codec.decode_words(np.asarray(value), self.variable.type)  # type: ignore[attr-defined]
-        except CodecError as error:
-            raise InputValueError(f"output {_label(self.variable)}: {error}") from error
 
 
 def _label(var: Variable) -> str:
@@ -86,8 +100,10 @@ def boundary(variables: list[Variable], storage_map: dict[Variable, list[Any]]) 
     for var in variables:
         codec = codec_for(BACKEND, var.type)
         spec = codec.payload_spec(var.type)
-        key_impl = spec.impl if isinstance(spec, KeyPayloadSpec) else None
-        cells.append(BoundaryValue(var, codec, storage_map[var], key_impl))
+        if isinstance(spec, KeyPayloadSpec):
+            cells.append(KeyBoundaryValue(var, codec, storage_map[var], spec.impl))
+        else:
+            cells.append(BoundaryValue(var, codec, storage_map[var]))
     return cells
 
 

@@ -69,7 +69,8 @@ class GraphProgram:
         while True:
             try:
                 if len(self.segments) == 1:
-                    return tuple(trimmed(v) for v in self.segments[0].program(*args))
+                    results = self.segments[0].program(*args)
+                    return tuple(map(trimmed, results)) if any(type(r) is Ragged for r in results) else results
                 return self._run_segments(args)
             except NeedsSplit as split:
                 if split.node in self.split_after:
