@@ -9,6 +9,11 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 
+def variable_name(var: Any) -> str:
+    """How error messages and warnings name a graph variable."""
+    return var.name or str(var)
+
+
 class AejaxLinkerError(Exception):
     """Base class of the linker's errors."""
 

@@ -18,7 +18,7 @@ from aesara.compile.sharedvalue import SharedVariable
 from aesara.graph.basic import Variable, ancestors
 
 from aejax.adapters import StateCodec, codec_for
-from aejax.linker.errors import LoweringError
+from aejax.linker.errors import LoweringError, variable_name
 from aejax.linker.linker import BACKEND
 from aejax.linker.lowering import LoweredGraph
 from aejax.linker.mode import mode as aejax_mode
@@ -71,7 +71,7 @@ def with_static_hint(error: LoweringError, inputs: Sequence[Variable], explicit:
     ]
     if not argnums:
         return error
-    names = ", ".join(f"{var.name or var} (argnum {argnum})" for argnum, var in argnums)
+    names = ", ".join(f"{variable_name(var)} (argnum {argnum})" for argnum, var in argnums)
     return LoweringError(
         f"{error}\nThe node depends on {names}: mark it static, e.g. "
         f"jax.jit(graph.fn, static_argnums={tuple(a for a, _ in argnums)}).",

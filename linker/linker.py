@@ -18,7 +18,7 @@ from aesara.link.basic import JITLinker
 
 from aejax.adapters import CodecError, KeyPayloadSpec, StateCodec, codec_for
 from aejax.linker.dispatch import jax_funcify
-from aejax.linker.errors import InputValueError, LoweringError
+from aejax.linker.errors import InputValueError, LoweringError, variable_name
 from aejax.linker.lowering import lower_nodes
 from aejax.linker.program import GraphProgram
 
@@ -45,14 +45,14 @@ class BoundaryValue:
         try:
             return self._encode(self.storage[0], self._type)
         except CodecError as error:
-            raise InputValueError(f"input {_label(self.variable)}: {error}") from error
+            raise InputValueError(f"input {variable_name(self.variable)!r}: {error}") from error
 
     def decode(self, value: Any) -> Any:
         """A boundary-form output as a host value."""
         try:
             return self._decode(value, self._type)
         except CodecError as error:
-            raise InputValueError(f"output {_label(self.variable)}: {error}") from error
+            raise InputValueError(f"output {variable_name(self.variable)!r}: {error}") from error
 
     def enter(self, value: Any) -> Any:
         """Boundary form -> the value inside the traced function."""
@@ -83,15 +83,11 @@ class KeyBoundaryValue(BoundaryValue):
     def leave(self, value: Any) -> Any:
         if not jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
             raise LoweringError(
-                f"output {_label(self.variable)} should be a PRNG key inside the "
+                f"output {variable_name(self.variable)!r} should be a PRNG key inside the "
                 f"traced function, got {value.dtype}",
                 node=self.variable.owner,
             )
         return jax.random.key_data(value)
-
-
-def _label(var: Variable) -> str:
-    return f"{var.name!r}" if var.name else str(var)
 
 
 def boundary(variables: list[Variable], storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:

@@ -22,7 +22,7 @@ from aesara.graph.basic import Variable, ancestors
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
-from aejax.linker.errors import LoweringError
+from aejax.linker.errors import LoweringError, variable_name
 
 
 class ShapeInputWarning(UserWarning):
@@ -36,10 +36,6 @@ def is_integer_scalar(var: Variable) -> bool:
     if not isinstance(var.type, (TensorType, ScalarType)):
         return False
     return np.dtype(var.type.dtype).kind in "iu"
-
-
-def _label(var: Variable) -> str:
-    return var.name or str(var)
 
 
 _LIBRARIES = tuple(
@@ -130,7 +126,7 @@ class StaticInputProgram:
             return False
         for pos in sorted(new):
             warnings.warn(
-                f"input {_label(inputs[pos])!r} decides a shape in node {error.node}; "
+                f"input {variable_name(inputs[pos])!r} decides a shape in node {error.node}; "
                 "aejax compiles one JAX program per distinct value of it",
                 ShapeInputWarning,
                 stacklevel=caller_stacklevel(),

@@ -32,12 +32,12 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from aesara.graph.rewriting.basic import MergeOptimizer
 from aesara.scan.op import Scan
 from jax import lax
 
 from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.dispatch.tensor_basic import static_ints
 from aejax.linker.scan_layout import ScanLayout, split_by
 from aejax.linker.errors import InvalidValueError, LoweringError
 from aejax.linker.loop_state import (
@@ -57,10 +57,7 @@ from aejax.linker.loop_state import (
 
 def static_count(value: Any, what: str) -> int:
     """A concrete integer, or a TypeError saying which count must be static."""
-    try:
-        return int(np.asarray(value))
-    except Exception as error:
-        raise TypeError(f"the {what} of a Scan must be known while tracing ({error})") from error
+    return static_ints([value], f"the {what} of a Scan")[0]
 
 
 def check_steps(n_steps: int, seqs: Sequence[Any]) -> None:

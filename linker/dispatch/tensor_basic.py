@@ -11,17 +11,17 @@ from aesara.tensor.basic import Alloc, AllocEmpty, ARange, Eye
 from aejax.linker.dispatch.basic import jax_funcify
 
 
-def static_scalars(values: Any) -> tuple[Any, ...]:
-    """Python scalars of concrete values; a TypeError if one is traced."""
+def static_scalars(values: Any, what: str = "a size or shape") -> tuple[Any, ...]:
+    """Python scalars of concrete values; a TypeError saying ``what`` must be static if one is traced."""
     try:
         return tuple(np.asarray(v).item() for v in values)
     except Exception as error:
-        raise TypeError(f"a size or shape must be known while tracing ({error})") from error
+        raise TypeError(f"{what} must be known while tracing ({error})") from error
 
 
-def static_ints(values: Any) -> tuple[int, ...]:
+def static_ints(values: Any, what: str = "a size or shape") -> tuple[int, ...]:
     """Concrete integers of a shape; a TypeError if one is traced."""
-    return tuple(int(v) for v in static_scalars(values))
+    return tuple(int(v) for v in static_scalars(values, what))
 
 
 @jax_funcify.register(ARange)
