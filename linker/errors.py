@@ -6,7 +6,7 @@ re-creates the exception with extra text) works with them.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 
 def variable_name(var: Any) -> str:
@@ -21,15 +21,28 @@ class AejaxLinkerError(Exception):
 class LoweringError(AejaxLinkerError, NotImplementedError):
     """An Aesara node has no JAX lowering, or JAX cannot trace it.
 
-    ``node`` is the Apply node at fault (``None`` when unknown) and
-    ``shape_inputs`` the runtime scalar inputs of the compiled graph the node
-    depends on: making them static may let JAX trace it.
+    ``node`` is the Apply node at fault (``None`` when unknown).
+    ``needs_static`` says that the node needed a concrete size or shape while
+    tracing: making the graph's integer scalar inputs it depends on static may
+    let JAX trace it.
     """
 
-    def __init__(self, message: str, node: Any = None, shape_inputs: Iterable[Any] = ()) -> None:
+    def __init__(self, message: str, node: Any = None, needs_static: bool = False) -> None:
         super().__init__(message)
         self.node = node
-        self.shape_inputs = tuple(shape_inputs)
+        self.needs_static = needs_static
+
+
+class NodeValueError(LoweringError, ValueError):
+    """A node's inputs do not fit (e.g. their shapes), where Aesara raises a `ValueError`."""
+
+
+class NodeTypeError(LoweringError, TypeError):
+    """A node's inputs do not fit, where Aesara raises a `TypeError`."""
+
+
+class NotStaticError(AejaxLinkerError, TypeError):
+    """A lowering needed a concrete size or shape while tracing and got a traced value."""
 
 
 class InputValueError(AejaxLinkerError, TypeError):

@@ -22,7 +22,7 @@ from aejax.linker.errors import LoweringError, variable_name
 from aejax.linker.linker import BACKEND
 from aejax.linker.lowering import LoweredGraph
 from aejax.linker.mode import mode as aejax_mode
-from aejax.linker.ragged import NeedsSplit, Ragged
+from aejax.linker.ragged import RUN_TIME_LENGTH, NeedsSplit
 from aejax.linker.static_inputs import is_integer_scalar
 
 State = dict[str, Any]
@@ -122,7 +122,7 @@ def jaxify(inputs: Sequence[Variable], outputs: Any, updates: Any = None) -> Jax
             raise LoweringError(UNTIL_TRACE, node=split.node) from split
         except LoweringError as error:
             raise with_static_hint(error, fgraph.inputs, explicit) from error
-        if any(isinstance(r, Ragged) for r in results):
+        if any(isinstance(r, RUN_TIME_LENGTH) for r in results):
             raise LoweringError(UNTIL_TRACE)
         new_state = {
             name: results[updated[position]] if position in updated else state[name]

@@ -105,12 +105,13 @@ def window_written(window: Any, mintap: int, taps: Sequence[int], rows: Sequence
     return window
 
 
-def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: int) -> Any:
+def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: Any, stops_early: bool) -> Any:
     """A circular buffer after ``steps`` writes, laid out as Aesara's Scan leaves it.
 
     ``offset`` initial rows precede the first write. A buffer that wrapped is
     rotated oldest-first; a longer one is zero-padded and, when the loop
-    stopped early, cut by the steps it did not run (a run-time length).
+    ``stops_early`` (``until``), cut by the steps it did not run (a run-time
+    length).
     """
     size = buffer.shape[0]
     filled = steps + offset
@@ -118,7 +119,7 @@ def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: int) -> Any
     rows = jnp.arange(size).reshape((size,) + (1,) * (buffer.ndim - 1))
     padded = jnp.where(rows < filled, buffer, jnp.zeros_like(buffer))
     laid_out = jnp.where(filled > size, rotated, padded)
-    if size <= offset + 1:
+    if size <= offset + 1 or not stops_early:
         return laid_out
     length = jnp.where(filled < size, size - (max_steps - steps), size)
     return Ragged(laid_out, length)

@@ -32,16 +32,14 @@ from aesara.tensor.basic import AllocEmpty
 from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.type import TensorType
 
-from aejax.linker.errors import InvalidValueError, LoweringError
-from aejax.linker.ragged import NeedsSplit, Ragged
+from aejax.linker.checks import NeedsChecks
+from aejax.linker.concrete import is_shape_failure, is_traced
+from aejax.linker.errors import InvalidValueError, LoweringError, NodeTypeError, NodeValueError
+from aejax.linker import masked
+from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged
 
 FOLD_LIMIT = 64
 """Largest number of elements a value may have to be computed with numpy while tracing."""
-
-
-def is_traced(value: Any) -> bool:
-    """Whether ``value``'s value is unknown while tracing (a JAX tracer or a `Ragged`)."""
-    return isinstance(value, (jax.core.Tracer, Ragged))
 
 
 def _numeric(var: Variable) -> bool:
@@ -67,17 +65,21 @@ def _foldable(node: Apply, args: Sequence[Any]) -> bool:
     )
 
 
-def fold(node: Apply, args: Sequence[Any]) -> list[Any] | None:
-    """Compute ``node`` with numpy through ``perform``; ``None`` if that is not possible."""
+def perform(node: Apply, host_args: Sequence[Any]) -> list[Any]:
+    """``node``'s outputs computed by its Op's own ``perform`` on host values."""
     storage: list[list[Any]] = [[None] for _ in node.outputs]
-    host_args = [_host_value(arg, var) for arg, var in zip(args, node.inputs)]
     params = node.run_params()
     extra = () if params is NoParams else (params,)
+    node.op.perform(node, list(host_args), storage, *extra)
+    return [cell[0] for cell in storage]
+
+
+def fold(node: Apply, args: Sequence[Any]) -> list[Any] | None:
+    """Compute ``node`` with numpy through ``perform``; ``None`` if that is not possible."""
     try:
-        node.op.perform(node, host_args, storage, *extra)
+        results = perform(node, [_host_value(arg, var) for arg, var in zip(args, node.inputs)])
     except (MethodNotDefined, NotImplementedError):
         return None
-    results = [cell[0] for cell in storage]
     if any(np.size(result) > FOLD_LIMIT for result in results):
         return None
     return results
@@ -89,9 +91,16 @@ def _as_declared(value: Any, var: Variable) -> Any:
     dtype = np.dtype(var.type.dtype)
     if getattr(value, "dtype", None) == dtype:
         return value
-    if is_traced(value) or isinstance(value, jax.Array):
+    if isinstance(value, (jax.core.Tracer, jax.Array)):
         return value.astype(dtype)
     return np.asarray(value, dtype=dtype)
+
+
+def _declared(value: Any, var: Variable) -> Any:
+    """``value`` with the dtype the graph declares for ``var`` (a `Ragged` trace as it is)."""
+    if isinstance(value, Masked):
+        return Masked(_as_declared(value.buffer, var), value.mask)
+    return value if isinstance(value, RUN_TIME_LENGTH) else _as_declared(value, var)
 
 
 def _traced_inputs(node: Apply, args: Sequence[Any]) -> str:
@@ -99,14 +108,55 @@ def _traced_inputs(node: Apply, args: Sequence[Any]) -> str:
     return ", ".join(names) or "none"
 
 
-def node_error(node: Apply, args: Sequence[Any], error: Exception) -> LoweringError:
-    """A `LoweringError` for ``node`` failing with ``error`` while tracing."""
+def reference_failure(node: Apply, args: Sequence[Any]) -> Exception | None:
+    """The exception Aesara's own ``perform`` raises on inputs shaped like ``args``, if any.
+
+    Traced arguments are replaced by zeros of their shape and dtype: this tells
+    inputs that do not fit (shapes) apart from a fault of the lowering.
+    """
+    if not all(_numeric(var) for var in node.inputs) or any(isinstance(a, RUN_TIME_LENGTH) for a in args):
+        return None
+    host_args = [
+        np.zeros(np.shape(arg), var.type.dtype) if is_traced(arg) else _host_value(arg, var)
+        for arg, var in zip(args, node.inputs)
+    ]
+    try:
+        perform(node, host_args)
+    except (MethodNotDefined, NotImplementedError):
+        return None
+    except Exception as error:
+        return error
+    return None
+
+
+def traced_failure(node: Apply, args: Sequence[Any], error: Exception) -> Exception:
+    """What ``node`` failing with ``error`` while tracing is raised as.
+
+    A failed check of the graph's values passes through; a size or shape that
+    had to be concrete is a `LoweringError` asking for static inputs; inputs
+    on which Aesara's own implementation fails too raise that failure's class
+    (`NodeValueError`, `NodeTypeError`); anything else is a `LoweringError`.
+    """
+    if isinstance(error, InvalidValueError) or type(error) is getattr(node.op, "exc_type", None):
+        return error
+    described = f"node {node} (Op {node.op}): {type(error).__name__}: {error}"
+    if is_shape_failure(error):
+        return LoweringError(
+            f"JAX could not trace {described}\n"
+            f"Traced inputs of the node: {_traced_inputs(node, args)}. A size or shape "
+            "must be known while tracing: make the values it depends on constants or "
+            "scalar inputs of the compiled function (aejax then compiles one program per value).",
+            node=node,
+            needs_static=True,
+        )
+    reference = reference_failure(node, args)
+    if reference is not None:
+        kind = NodeTypeError if isinstance(reference, TypeError) else NodeValueError
+        shapes = ", ".join(str(np.shape(arg)) for arg in args)
+        return kind(f"the inputs of {described}\ndo not fit (shapes {shapes}); Aesara raises "
+                    f"{type(reference).__name__}: {reference}", node=node)
     return LoweringError(
-        f"JAX could not trace node {node} (Op {node.op}): "
-        f"{type(error).__name__}: {error}\n"
-        f"Traced inputs of the node: {_traced_inputs(node, args)}. "
-        "If a shape depends on one of them, make it a constant or a scalar "
-        "input of the compiled function (aejax then compiles one program per value).",
+        f"JAX could not trace {described}\nTraced inputs of the node: {_traced_inputs(node, args)}.",
         node=node,
     )
 
@@ -117,17 +167,31 @@ Step = tuple[Apply, Callable[..., Any]]
 
 def lower_nodes(fgraph: FunctionGraph, funcify: Callable[..., Callable[..., Any]], **kwargs: Any) -> list[Step]:
     """Each node of ``fgraph`` in topological order with its lowering."""
-    return [(node, funcify(node.op, node=node, **kwargs)) for node in fgraph.toposort()]
+    return [(node, _lowering(node, funcify, **kwargs)) for node in fgraph.toposort()]
+
+
+def _lowering(node: Apply, funcify: Callable[..., Callable[..., Any]], **kwargs: Any) -> Callable[..., Any]:
+    try:
+        return funcify(node.op, node=node, **kwargs)
+    except LoweringError:
+        raise
+    except Exception as error:
+        raise LoweringError(
+            f"the JAX lowering of Op {node.op} failed for node {node}: {type(error).__name__}: {error}",
+            node=node,
+        ) from error
 
 
 class LoweredGraph:
     """A graph (inputs, outputs, nodes in order) as a JAX-traceable callable.
 
-    Calling it returns the tuple of outputs. A `Ragged` value (run-time
-    length) may be a graph output, or the input of a lowering that accepts it
-    (``accepts_ragged``, e.g. indexing its last row); any other consumer
-    raises `NeedsSplit`, asking the linker to end the jit program after the
-    node that made it.
+    Calling it returns the tuple of outputs. A value of run-time length may
+    be a graph output, or the input of a lowering that accepts it: a `Ragged`
+    trace where the lowering says ``accepts_ragged`` (e.g. indexing its last
+    row), a `Masked` selection where it says ``accepts_masked`` or the node
+    works row by row (`aejax.linker.masked`). Any other consumer raises
+    `NeedsSplit`, asking the linker to end the jit program after the node
+    that made it.
     """
 
     def __init__(self, inputs: Sequence[Variable], outputs: Sequence[Variable], steps: Sequence[Step]) -> None:
@@ -144,12 +208,22 @@ class LoweredGraph:
         env: dict[Variable, Any] = dict(zip(self.inputs, inputs))
         for node, fn in self.steps:
             args = [lookup(env, var) for var in node.inputs]
-            if not getattr(fn, "accepts_ragged", False):
-                for var, arg in zip(node.inputs, args):
-                    if isinstance(arg, Ragged):
-                        raise NeedsSplit(var.owner)
-            env.update(zip(node.outputs, run_node(node, fn, args)))
+            env.update(zip(node.outputs, run_node(node, _taking_run_time_lengths(node, fn, args), args)))
         return tuple(lookup(env, var) for var in self.outputs)
+
+
+def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
+    """``fn``, made to take the values of run-time length among ``args``; else `NeedsSplit`."""
+    for var, arg in zip(node.inputs, args):
+        if isinstance(arg, Ragged) and not getattr(fn, "accepts_ragged", False):
+            raise NeedsSplit(var.owner)
+    if not any(isinstance(arg, Masked) for arg in args) or getattr(fn, "accepts_masked", False):
+        return fn
+    if masked.is_elementwise(node) and masked.share_one_mask(args):
+        return lambda *values: masked.elementwise(node, fn, values)
+    if masked.is_reduction(node):
+        return lambda x: masked.reduction(node, fn, x)
+    raise NeedsSplit(next(var.owner for var, arg in zip(node.inputs, args) if isinstance(arg, Masked)))
 
 
 def lookup(env: dict[Variable, Any], var: Variable) -> Any:
@@ -167,7 +241,9 @@ def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[A
     except LoweringError as error:
         if error.node is node:
             raise
-        raise LoweringError(f"{error}\n(inside node {node})", node=node) from error
+        raise type(error)(f"{error}\n(inside node {node})", node=node, needs_static=error.needs_static) from error
+    except NeedsChecks:
+        raise
     except NeedsSplit as error:
         raise LoweringError(
             f"node {error.node} inside node {node} returns a trace whose length is known "
@@ -177,13 +253,14 @@ def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[A
             node=node,
         ) from error
     except Exception as error:
-        if isinstance(error, InvalidValueError) or type(error) is getattr(node.op, "exc_type", None):
+        failure = traced_failure(node, args, error)
+        if failure is error:
             raise
-        raise node_error(node, args, error) from error
+        raise failure from error
     if folded is not None:
         return folded
     outs = [out] if len(node.outputs) == 1 else list(out)
     return [
-        value if isinstance(value, Ragged) else _as_declared(value, var)
+        _declared(value, var)
         for value, var in zip(outs, node.outputs)
     ]

@@ -1,8 +1,15 @@
 """The ``"AEJAX"`` compilation mode.
 
-Its rewrites are `aejax.linker.rewrites.JAXGraphRewriter` (see that module
-for which of Aesara's rewrites it selects and why); its linker is
-`JAXCodecLinker`.
+Its rewrites are the query `aejax.linker.rewrites.JAX_REWRITES` (see that
+module for which of Aesara's rewrites it selects and why); its linker is
+`JAXCodecLinker`. It is an ordinary Aesara `Mode`: ``including``,
+``excluding``, ``requiring`` and ``clone`` return modes on the same linker,
+and it pickles.
+
+Aesara's ``config.mode`` accepts only its own mode names as strings; to make
+AEJAX the default, assign the mode object::
+
+    aesara.config.mode = aejax.linker.mode
 """
 
 from __future__ import annotations
@@ -10,11 +17,11 @@ from __future__ import annotations
 from aesara.compile.mode import Mode, predefined_modes, register_mode
 
 from aejax.linker.linker import JAXCodecLinker
-from aejax.linker.rewrites import JAXGraphRewriter
+from aejax.linker.rewrites import JAX_REWRITES
 
 MODE_NAME = "AEJAX"
 
-mode = Mode(linker=JAXCodecLinker(), optimizer=JAXGraphRewriter())
+mode = Mode(linker=JAXCodecLinker(), optimizer=JAX_REWRITES)
 """The aejax JAX mode: pass ``mode=aejax.linker.mode`` or ``mode="AEJAX"``."""
 
 if MODE_NAME not in predefined_modes:

@@ -1,7 +1,8 @@
 """The compiled form of a graph: one jit program, or several in a row.
 
 Normally the whole graph is one `StaticInputProgram`. When a node returns a
-`Ragged` value (a trace whose length is known only at run time) that other
+value of run-time length (the trace of an ``until`` loop, a selection
+``x[nonzero(m)]``; `aejax.linker.ragged`) that other
 nodes consume, the graph is split after that node: the value leaves the jit
 program, is trimmed on the host, and enters the next program, which JAX
 compiles per trimmed length. The split points are found the first time a
@@ -17,7 +18,7 @@ from aesara.graph.basic import Apply, Constant, Variable
 
 from aejax.linker.errors import LoweringError
 from aejax.linker.lowering import LoweredGraph, Step, lookup
-from aejax.linker.ragged import NeedsSplit, Ragged
+from aejax.linker.ragged import RUN_TIME_LENGTH, NeedsSplit, trimmed
 from aejax.linker.static_inputs import StaticInputProgram
 
 
@@ -38,11 +39,6 @@ class Segment:
     inputs: list[Variable]
     outputs: list[Variable]
     program: StaticInputProgram
-
-
-def trimmed(value: Any) -> Any:
-    """A `Ragged` value cut to its length; anything else as it is."""
-    return value.trim() if isinstance(value, Ragged) else value
 
 
 class GraphProgram:
@@ -70,7 +66,7 @@ class GraphProgram:
             try:
                 if len(self.segments) == 1:
                     results = self.segments[0].program(*args)
-                    return tuple(map(trimmed, results)) if any(type(r) is Ragged for r in results) else results
+                    return tuple(map(trimmed, results)) if any(isinstance(r, RUN_TIME_LENGTH) for r in results) else results
                 return self._run_segments(args)
             except NeedsSplit as split:
                 if split.node in self.split_after:
@@ -103,7 +99,7 @@ class GraphProgram:
 
         def boundary_fn(*values: Any) -> tuple[Any, ...]:
             results = inner(*[e.enter(v) for e, v in zip(entries, values)])
-            return tuple(x.leave(r) if not isinstance(r, Ragged) else r for x, r in zip(exits, results))
+            return tuple(r if isinstance(r, RUN_TIME_LENGTH) else x.leave(r) for x, r in zip(exits, results))
 
         return Segment(self.inputs, self.outputs, StaticInputProgram(self.inputs, boundary_fn))
 

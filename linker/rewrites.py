@@ -2,24 +2,31 @@
 
 `JAX_REWRITES` selects Aesara's own rewrites:
 
-- included: ``fast_run`` (canonicalisation, specialisation, scan rewrites such
-  as ``scan_save_mem`` and the scan push-outs, shape rewrites), plus Aesara's
-  two JAX rewrites that turn boolean-mask indexing into ``where``
-  (``jax_boolean_indexing_sum``, ``jax_boolean_indexing_set_or_inc``);
+- included: ``fast_run`` (canonicalisation, specialisation, the scan
+  push-outs and merges, shape rewrites), plus Aesara's
+  JAX rewrite that turns the sum of a boolean-mask selection into a sum of
+  ``where`` (``jax_boolean_indexing_sum``). Its sibling
+  ``jax_boolean_indexing_set_or_inc`` is left out: it rewrites
+  ``set_subtensor(x[mask], y)`` into ``where(mask, y, x)``, wrong whenever
+  ``y`` has one row per selected element; our lowering of the increment
+  handles masks instead (`aejax.linker.dispatch.subtensor`);
 - excluded: ``inplace`` (JAX arrays are immutable; in-place Ops only add
   destroy-handler work), ``cxx_only`` and ``BlasOpt`` (C and BLAS Ops with no
   JAX lowering), ``fusion`` (XLA fuses elementwise work itself; Aesara's
-  `Composite` loops would only hide the graph from it). Aesara's
+  `Composite` loops would only hide the graph from it), ``scan_save_mem``
+  (replaced by ours, below). Aesara's
   ``jax_shape_parameter_as_tuple`` / ``jax_size_parameter_as_tuple`` are not
   needed: the lowering evaluates concrete shape arithmetic with numpy while
   tracing.
 
-Before them, `JAXGraphRewriter` runs aejax's own rewrite
-`until_scan_keep_last`, Aesara's ``scan_save_mem`` for ``until`` loops
-(which Aesara leaves alone): when only the last value of an output is used,
-its buffer holds only the rows the loop reads, so the loop carries no trace.
-It runs first because later canonicalisation rewrites ``x[1:][-1]`` into an
-index computed from the shape, which no longer says "the last row".
+Before them, as an extra rewrite of the query, runs aejax's own rewrite
+`ScanKeepLast`: when only the last value of a Scan output is used, its buffer
+holds only the rows the loop reads, so the loop carries no trace. Unlike
+``scan_save_mem`` it writes buffer sizes that do not depend on the number of
+steps (JAX needs static shapes, while that number may be known only at run
+time), and it also serves ``until`` loops, which ``scan_save_mem`` leaves
+alone. It runs first because later canonicalisation rewrites ``x[1:][-1]``
+into an index computed from the shape, which no longer says "the last row".
 """
 
 from __future__ import annotations
@@ -27,21 +34,17 @@ from __future__ import annotations
 from typing import Any
 
 import aesara.tensor as at
-from aesara.compile import optdb
 from aesara.graph.basic import Variable
 from aesara.graph.fg import FunctionGraph
-from aesara.graph.rewriting.basic import GraphRewriter, in2out, node_rewriter
+from aesara.graph.rewriting.basic import NodeRewriter, in2out
 from aesara.graph.rewriting.db import RewriteDatabaseQuery
 from aesara.scan.op import Scan
 from aesara.tensor.exceptions import NotScalarConstantError
-from aesara.tensor.subtensor import Subtensor, get_constant_idx
+from aesara.tensor.basic import AllocEmpty
+from aesara.tensor.subtensor import IncSubtensor, Subtensor, get_constant_idx
 
 from aejax.linker.scan_layout import ScanLayout
 
-JAX_REWRITES = RewriteDatabaseQuery(
-    include=["fast_run", "jax_boolean_indexing_sum", "jax_boolean_indexing_set_or_inc"],
-    exclude=["cxx_only", "BlasOpt", "inplace", "fusion"],
-)
 
 
 def _constant_index(client: Any) -> list[Any] | None:
@@ -73,48 +76,70 @@ def last_row_reads(fgraph: FunctionGraph, var: Variable) -> list[Variable] | Non
     return reads or None
 
 
-@node_rewriter([Scan])
-def until_scan_keep_last(fgraph: FunctionGraph, node: Any) -> dict[Variable, Variable] | bool:
-    """Shrink the buffers of an ``until`` Scan's outputs of which only the last row is used."""
-    layout = ScanLayout.of(node.op)
-    if not layout.as_while:
-        return False
-    inputs = list(node.inputs)
-    shrunk: dict[int, list[Variable]] = {}
-    for k, width in enumerate(layout.sot_windows()):
-        out = layout.sot_output_index(k)
-        reads = last_row_reads(fgraph, node.outputs[out])
-        if reads is not None:
-            position = layout.sot_input_index(k)
-            inputs[position] = inputs[position][:width]
-            shrunk[out] = reads
-    for k in range(layout.n_nit_sot):
-        out = layout.nit_sot_output_index(k)
-        reads = last_row_reads(fgraph, node.outputs[out])
-        if reads is not None:
-            inputs[layout.nit_sot_input_index(k)] = at.as_tensor_variable(1, dtype=node.inputs[layout.nit_sot_input_index(k)].dtype)
-            shrunk[out] = reads
-    if not shrunk:
-        return False
-    new = node.op.make_node(*inputs)
-    replacements: dict[Variable, Variable] = {}
-    for index, (old, fresh) in enumerate(zip(node.outputs, new.outputs)):
-        if index in shrunk:
-            replacements.update((read, fresh[-1]) for read in shrunk[index])
-        else:
-            replacements[old] = fresh
-    return replacements
+def initial_rows(buffer: Variable, width: int) -> Variable:
+    """The first ``width`` rows of a Scan output buffer, without the buffer when it can.
+
+    Aesara builds a buffer as ``set_subtensor(AllocEmpty(n_steps + k)[:k], init)``;
+    its first rows are those of ``init``, and the buffer, whose size depends
+    on the number of steps, is not needed.
+    """
+    node = buffer.owner
+    if node is not None and isinstance(node.op, IncSubtensor) and node.op.set_instead_of_inc:
+        target, init = node.inputs[:2]
+        if isinstance(getattr(target.owner, "op", None), AllocEmpty):
+            return init if init.type.shape[:1] == (width,) else init[:width]
+    return buffer[:width]
 
 
-class JAXGraphRewriter(GraphRewriter):
-    """aejax's early rewrites, then Aesara's rewrites selected by `JAX_REWRITES`."""
+class ScanKeepLast(NodeRewriter):
+    """Shrink the buffers of a Scan's outputs of which only the last row is used.
 
-    def __init__(self) -> None:
-        self.early = in2out(until_scan_keep_last, ignore_newtrees=True)
+    A class rather than a decorated function so that compiled functions and
+    the mode pickle (a decorated function is not importable by its name).
+    """
 
-    def apply(self, fgraph: FunctionGraph) -> None:
-        self.early.rewrite(fgraph)
-        optdb.query(JAX_REWRITES).rewrite(fgraph)
+    def tracks(self) -> list[type]:
+        return [Scan]
 
-    def add_requirements(self, fgraph: FunctionGraph) -> None:
-        self.early.add_requirements(fgraph)
+    def transform(self, fgraph: FunctionGraph, node: Any, *args: Any, **kwargs: Any) -> dict[Variable, Variable] | bool:
+        if not isinstance(node.op, Scan):
+            return False
+        layout = ScanLayout.of(node.op)
+        inputs = list(node.inputs)
+        shrunk: dict[int, list[Variable]] = {}
+        for k, width in enumerate(layout.sot_windows()):
+            out = layout.sot_output_index(k)
+            reads = last_row_reads(fgraph, node.outputs[out])
+            if reads is not None:
+                position = layout.sot_input_index(k)
+                inputs[position] = initial_rows(inputs[position], width)
+                shrunk[out] = reads
+        for k in range(layout.n_nit_sot):
+            out = layout.nit_sot_output_index(k)
+            reads = last_row_reads(fgraph, node.outputs[out])
+            if reads is not None:
+                position = layout.nit_sot_input_index(k)
+                inputs[position] = at.as_tensor_variable(1, dtype=node.inputs[position].dtype)
+                shrunk[out] = reads
+        if not shrunk:
+            return False
+        new = node.op.make_node(*inputs)
+        replacements: dict[Variable, Variable] = {}
+        for index, (old, fresh) in enumerate(zip(node.outputs, new.outputs)):
+            if index in shrunk:
+                replacements.update((read, fresh[-1]) for read in shrunk[index])
+            else:
+                replacements[old] = fresh
+        return replacements
+
+
+EARLY_POSITION = -1.0
+"""Where aejax's own rewrites run among Aesara's: before ``merge1`` (position 0)."""
+
+JAX_REWRITES = RewriteDatabaseQuery(
+    include=["fast_run", "jax_boolean_indexing_sum"],
+    exclude=["cxx_only", "BlasOpt", "inplace", "fusion", "scan_save_mem"],
+    extra_rewrites=[(in2out(ScanKeepLast(), name="scan_keep_last", ignore_newtrees=True), EARLY_POSITION)],
+)
+"""The rewrite query of the ``"AEJAX"`` mode; ``mode.including(...)`` and
+``mode.excluding(...)`` refine it as for any Aesara mode."""

@@ -81,6 +81,15 @@ class ScanLayout:
         """Position of the k-th mit-sot/sit-sot buffer among the node's outer inputs."""
         return 1 + self.n_seqs + self.n_mit_mot + k
 
+    def shared_input_positions(self) -> range:
+        """Positions of the shared-variable states among the node's outer inputs."""
+        start = 1 + self.n_seqs + self.n_mit_mot + self.n_sot
+        return range(start, start + self.n_shared)
+
+    def shared_input_of_output(self, index: int) -> int:
+        """Position among the outer inputs of the state that the shared output ``index`` updates."""
+        return self.shared_input_positions()[index - self.n_mit_mot - self.n_sot - self.n_nit_sot]
+
     def nit_sot_output_index(self, k: int) -> int:
         """Position of the k-th nit-sot among the node's outputs."""
         return self.n_mit_mot + self.n_sot + k

@@ -22,6 +22,7 @@ from aesara.graph.basic import Variable, ancestors
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
+from aejax.linker.checks import CheckedProgram, NeedsChecks, discovering
 from aejax.linker.errors import LoweringError, variable_name
 
 
@@ -60,11 +61,14 @@ class StaticInputProgram:
         Positions of the graph inputs that are static, in increasing order.
     programs
         The compiled programs, keyed by the values of the static inputs.
+    checked
+        Whether the graph met a run-time check while tracing (see `aejax.linker.checks`).
     """
 
     def __init__(self, inputs: Sequence[Variable], traced_fn: Callable[..., tuple[Any, ...]]) -> None:
         self.inputs = list(inputs)
         self.traced_fn = traced_fn
+        self.checked = False
         self.static_positions: tuple[int, ...] = ()
         self.programs: dict[tuple[Any, ...], Callable[..., Any]] = {}
         self._only: Callable[..., Any] | None = None
@@ -78,6 +82,9 @@ class StaticInputProgram:
             except LoweringError as error:
                 if not self._make_static(error):
                     raise
+            except NeedsChecks:
+                self.checked = True
+                self._forget_programs()
 
     def _static_key(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(np.asarray(args[i]).item() for i in self.static_positions)
@@ -110,10 +117,10 @@ class StaticInputProgram:
             full = [statics[i] if i in statics else next(rest) for i in range(n_inputs)]
             return traced_fn(*full)
 
-        return jax.jit(program)
+        return CheckedProgram(program) if self.checked else jax.jit(discovering(program))
 
     def _make_static(self, error: LoweringError) -> bool:
-        if error.node is None:
+        if error.node is None or not error.needs_static:
             return False
         inputs = self.inputs
         found = set(ancestors(error.node.inputs)) & set(inputs)
@@ -132,6 +139,9 @@ class StaticInputProgram:
                 stacklevel=caller_stacklevel(),
             )
         self.static_positions = tuple(sorted(set(self.static_positions) | set(new)))
+        self._forget_programs()
+        return True
+
+    def _forget_programs(self) -> None:
         self.programs.clear()
         self._only = None
-        return True

@@ -7,11 +7,18 @@ Aesara's own lowerings for every other Op.
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch import (  # noqa: F401  (importing registers the lowerings)
     basic_ops,
+    bessel,
+    blas,
+    elemwise,
+    extra_ops,
+    linalg,
     random,
     reductions,
+    scalar,
     scan,
     shape,
     sort,
+    special,
     subtensor,
     tensor_basic,
 )

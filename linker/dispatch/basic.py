@@ -1,29 +1,117 @@
 """Our `jax_funcify` dispatcher.
 
-Lowerings registered here take precedence; any other `Op` falls back to
-Aesara's own ``aesara.link.jax.dispatch.jax_funcify``. Aesara's modules are
-not modified.
+A lowering is chosen for an `Op` in this order:
+
+1. The registration on the most specific class of the Op's MRO, looking at
+   ours (``aejax.linker.jax_funcify.register``) and at those added to Aesara's
+   ``aesara.link.jax.dispatch.jax_funcify`` from outside Aesara (by users or
+   other libraries). When both name the same class, ours wins. Aesara's own
+   lowerings never override ours: aejax replaces some of them on purpose.
+   A lowering made by Aesara's dispatcher is adapted to aejax's values by
+   `from_aesara_convention` (random states, for one, differ).
+2. Aesara's own dispatch.
+3. The Op's Python ``perform``, run on the host with `jax.pure_callback`
+   (`aejax.linker.dispatch.callback`).
+
+Aesara's modules are not modified.
 """
 
 from __future__ import annotations
 
 from functools import singledispatch
-from typing import Any, Callable
+from typing import Any, Callable, Container, Mapping
 
 from aesara.link.jax.dispatch import jax_funcify as aesara_jax_funcify
 
+from aejax.linker.dispatch.callback import host_fallback_problem, host_lowering
 from aejax.linker.errors import LoweringError
+
+Lowering = Callable[..., Any]
+
+
+def registered_outside_aesara(function: Any) -> bool:
+    """Whether a registration on one of Aesara's dispatchers comes from outside Aesara."""
+    module = getattr(function, "__module__", None) or ""
+    return module != "aesara" and not module.startswith("aesara.")
+
+
+def overriding_class(cls: type, ours: Container[type], aesaras: Mapping[type, Any]) -> type | None:
+    """The class of ``cls``'s MRO whose registration decides, if not Aesara's own dispatch.
+
+    That is the first class of the MRO that is in ``ours``, or in ``aesaras``
+    with a registration made outside Aesara; the caller prefers ours when
+    both name it. Registrations on `object` (the defaults) do not count.
+    """
+    for base in cls.__mro__[:-1]:
+        if base in ours or (base in aesaras and registered_outside_aesara(aesaras[base])):
+            return base
+    return None
 
 
 @singledispatch
-def jax_funcify(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
-    """Return a JAX-traceable Python function computing ``node``'s outputs."""
+def from_aesara_convention(op: Any, lowering: Lowering) -> Lowering:
+    """Adapt a lowering made by Aesara's ``jax_funcify`` to aejax's values.
+
+    The identity, except for Ops whose values differ between the two (e.g.
+    random states: a dict holding ``"jax_state"`` for Aesara, a key for us).
+    """
+    return lowering
+
+
+def _aesara_or_host(op: Any, node: Any = None, **kwargs: Any) -> Lowering:
     try:
-        return aesara_jax_funcify(op, node=node, **kwargs)
+        return from_aesara_convention(op, aesara_jax_funcify(op, node=node, **kwargs))
     except NotImplementedError as error:
+        problem = host_fallback_problem(op, node)
+        if problem is None:
+            return host_lowering(node)
         raise LoweringError(
-            f"no JAX lowering for Op {op} in node {node}: {error}\n"
+            f"no JAX lowering for Op {op} in node {node} ({error}), and {problem}.\n"
             "Register one with aejax.linker.jax_funcify.register("
             f"{type(op).__name__}), or compile this graph with another mode.",
             node=node,
         ) from error
+
+
+def _registered_with_aesara(aesaras: Lowering) -> Lowering:
+    def lower(op: Any, node: Any = None, **kwargs: Any) -> Lowering:
+        return from_aesara_convention(op, aesaras(op, node=node, **kwargs))
+
+    return lower
+
+
+class LoweringDispatcher:
+    """Find the JAX lowering of an `Op`: call it as ``jax_funcify(op, node=node)``.
+
+    It returns a JAX-traceable Python function computing ``node``'s outputs.
+    ``register`` works as `functools.singledispatch`'s does.
+    """
+
+    def __init__(self, default: Lowering) -> None:
+        self._ours = singledispatch(default)
+        self._default = default
+
+    @property
+    def registry(self) -> Mapping[type, Lowering]:
+        """Our registrations, by class (the default is registered on `object`)."""
+        return self._ours.registry
+
+    def register(self, cls: Any, func: Lowering | None = None) -> Any:
+        """Register a lowering for ``cls`` (usable as a decorator)."""
+        return self._ours.register(cls, func)
+
+    def dispatch(self, cls: type) -> Lowering:
+        """The function that lowers Ops of class ``cls``."""
+        base = overriding_class(cls, self._ours.registry, aesara_jax_funcify.registry)
+        if base is None:
+            return self._default
+        if base in self._ours.registry:
+            return self._ours.registry[base]
+        return _registered_with_aesara(aesara_jax_funcify.registry[base])
+
+    def __call__(self, op: Any, node: Any = None, **kwargs: Any) -> Lowering:
+        return self.dispatch(type(op))(op, node=node, **kwargs)
+
+
+jax_funcify = LoweringDispatcher(_aesara_or_host)
+"""aejax's JAX lowerings of Aesara Ops (see the module's docstring for the order)."""

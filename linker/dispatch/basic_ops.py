@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Callable
 
+import jax.numpy as jnp
 import numpy as np
 from aesara.compile.builders import OpFromGraph
 from aesara.graph.fg import FunctionGraph
 from aesara.raise_op import CheckAndRaise
 
+from aejax.linker import masked
+from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.lowering import LoweredGraph, is_traced
+from aejax.linker.concrete import is_traced
+from aejax.linker.lowering import LoweredGraph
 
 
 @jax_funcify.register(FunctionGraph)
-def _function_graph(fgraph: FunctionGraph, **kwargs: Any) -> LoweredGraph:
+def _function_graph(fgraph: FunctionGraph, node: Any = None, **kwargs: Any) -> LoweredGraph:
     return LoweredGraph.of(fgraph, jax_funcify, **kwargs)
 
 
@@ -34,14 +37,13 @@ def _op_from_graph(op: OpFromGraph, node: Any = None, **kwargs: Any) -> Callable
 @jax_funcify.register(CheckAndRaise)
 def _check_and_raise(op: CheckAndRaise, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     def check_and_raise(x: Any, *conditions: Any) -> Any:
-        if any(is_traced(c) for c in conditions):
-            warnings.warn(
-                f"the check {op.msg!r} of node {node} depends on traced values; "
-                "JAX cannot raise inside jit, so it is not checked",
-                stacklevel=2,
-            )
-        elif not all(np.all(c) for c in conditions):
+        conditions = tuple(masked.holds(c) for c in conditions)
+        if not all(np.all(c) for c in conditions if not is_traced(c)):
             raise op.exc_type(op.msg)
+        traced = [jnp.all(c) for c in conditions if is_traced(c)]
+        if traced:
+            require(jnp.stack(traced), op.exc_type, op.msg, f"node {node}")
         return x
 
+    check_and_raise.accepts_masked = True  # type: ignore[attr-defined]
     return check_and_raise

@@ -5,6 +5,9 @@ Inside the traced function a random state is a typed PRNG key (see
 sample, the other is returned as the new state. Every distribution that
 Aesara 2.9.4's JAX backend lowers is here, parametrised as Aesara's
 reference backend parametrises it (e.g. `GammaRV` takes shape and scale).
+Samplers registered with Aesara's ``jax_sample_fn`` are used too (see
+`draw_for`); a random variable with no sampler draws with its own numpy code
+on the host, from a generator seeded by its half of the split key.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import aesara.tensor.random.basic as rv
+from aesara.link.jax.dispatch.random import jax_sample_fn
 from aesara.tensor.random.op import RandomVariable
 
-from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.dispatch.basic import from_aesara_convention, jax_funcify, overriding_class
+from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
+from aejax.linker.dispatch.special import as_float
 from aejax.linker.dispatch.tensor_basic import static_ints
-from aejax.linker.errors import LoweringError
 
 Sampler = Callable[..., Any]
 """``sampler(key, batch_shape, dtype, *params) -> sample``."""
@@ -61,6 +66,123 @@ def _permutation(key: Any, shape: tuple[int, ...], dtype: Any, x: Any) -> Any:
     return jax.random.permutation(key, x)
 
 
+def _until_accepted(key: Any, shape: tuple[int, ...], propose: Callable[[Any], tuple[Any, Any]]) -> Any:
+    """Rejection sampling: ``propose(key) -> (candidates, accepted)`` is redrawn where not yet accepted."""
+
+    def redraw(state: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+        key, value, done = state
+        key, proposal_key = jax.random.split(key)
+        candidate, accepted = propose(proposal_key)
+        value = jnp.where(done, value, candidate)
+        return key, value, done | accepted
+
+    candidate, _ = jax.eval_shape(propose, key)
+    start = (key, jnp.zeros(shape, candidate.dtype), jnp.zeros(shape, bool))
+    return jax.lax.while_loop(lambda state: ~jnp.all(state[2]), redraw, start)[1]
+
+
+def _von_mises(key: Any, shape: tuple[int, ...], dtype: Any, mu: Any, kappa: Any) -> Any:
+    # Best and Fisher's (1979) wrapped-Cauchy envelope for the angle's cosine w; numpy's
+    # limits too: uniform for kappa < 1e-8, a wrapped normal for kappa > 1e6.
+    mu, kappa = jnp.broadcast_to(mu, shape), jnp.broadcast_to(kappa, shape)
+    safe = jnp.clip(kappa, 1e-8, 1e6)
+    r = 1 + jnp.sqrt(1 + 4 * safe**2)
+    rho = (r - jnp.sqrt(2 * r)) / (2 * safe)
+    s = jnp.where(safe < 1e-5, 1 / safe + safe, (1 + rho**2) / (2 * rho))
+
+    def propose(key: Any) -> tuple[Any, Any]:
+        angle_key, accept_key = jax.random.split(key)
+        z = jnp.cos(jnp.pi * jax.random.uniform(angle_key, shape, dtype))
+        w = (1 + s * z) / (s + z)
+        y = safe * (s - w)
+        u = jax.random.uniform(accept_key, shape, dtype, minval=jnp.finfo(dtype).tiny)
+        return w, (y * (2 - y) >= u) | (jnp.log(y / u) + 1 >= y)
+
+    envelope_key, sign_key, limit_key = jax.random.split(key, 3)
+    w = _until_accepted(envelope_key, shape, propose)
+    sign = jnp.where(jax.random.bernoulli(sign_key, 0.5, shape), 1, -1)
+    uniform = jax.random.uniform(limit_key, shape, dtype, -jnp.pi, jnp.pi)
+    normal = jax.random.normal(limit_key, shape, dtype) / jnp.sqrt(safe)
+    offset = jnp.where(kappa < 1e-8, uniform, jnp.where(kappa > 1e6, normal, sign * jnp.arccos(w)))
+    return jnp.mod(mu + offset + jnp.pi, 2 * jnp.pi) - jnp.pi
+
+
+def _zipf(key: Any, shape: tuple[int, ...], dtype: Any, a: Any) -> Any:
+    # Devroye's rejection sampler (as numpy's): x = floor(u^(-1/(a-1))), accepted with
+    # probability proportional to its Zipf mass over the envelope's.
+    a = jnp.broadcast_to(as_float(a), shape)
+    b = 2.0 ** (a - 1)
+
+    def propose(key: Any) -> tuple[Any, Any]:
+        u_key, v_key = jax.random.split(key)
+        u = 1 - jax.random.uniform(u_key, shape, a.dtype)
+        v = jax.random.uniform(v_key, shape, a.dtype)
+        x = jnp.floor(u ** (-1 / (a - 1)))
+        t = (1 + 1 / x) ** (a - 1)
+        fits = (x >= 1) & (x < 2.0**62)
+        return jnp.where(fits, x, 1).astype(dtype), fits & (v * x * (t - 1) / (b - 1) <= t / b)
+
+    return _until_accepted(key, shape, propose)
+
+
+def _negative_binomial(key: Any, shape: tuple[int, ...], dtype: Any, n: Any, p: Any) -> Any:
+    # Failures before the n-th success (scipy's nbinom): Poisson with a Gamma(n, (1 - p) / p) rate.
+    gamma_key, poisson_key = jax.random.split(key)
+    p = as_float(p)
+    rate = jax.random.gamma(gamma_key, as_float(n), shape, p.dtype) * (1 - p) / p
+    return jax.random.poisson(poisson_key, rate, shape, dtype)
+
+
+def _beta_binomial(key: Any, shape: tuple[int, ...], dtype: Any, n: Any, a: Any, b: Any) -> Any:
+    beta_key, binomial_key = jax.random.split(key)
+    p = jax.random.beta(beta_key, as_float(a), as_float(b), shape)
+    return jax.random.binomial(binomial_key, as_float(n), p, shape)
+
+
+def _multinomial(key: Any, shape: tuple[int, ...], dtype: Any, n: Any, p: Any) -> Any:
+    # Category by category: the count of each is binomial among the trials the earlier ones left,
+    # with its probability given that they were not chosen. As numpy, the last category takes
+    # the remaining trials (its probability is 1 - sum(p[:-1]), whatever p[-1] says).
+    p = jnp.broadcast_to(as_float(p), shape + p.shape[-1:])
+    n = jnp.broadcast_to(as_float(n), shape)
+
+    def category(carry: tuple[Any, Any], step: tuple[Any, Any]) -> tuple[tuple[Any, Any], Any]:
+        trials, mass = carry
+        key, p_k = step
+        conditional = jnp.clip(jnp.where(mass > 0, p_k / mass, 0), 0, 1)
+        count = jax.random.binomial(key, trials, conditional, shape)
+        return (trials - count, mass - p_k), count
+
+    keys = jax.random.split(key, p.shape[-1] - 1)
+    firsts = jnp.moveaxis(p[..., :-1], -1, 0)
+    (rest, _), counts = jax.lax.scan(category, (n, jnp.ones(shape, p.dtype)), (keys, firsts))
+    return jnp.concatenate([jnp.moveaxis(counts, 0, -1), rest[..., None]], axis=-1)
+
+
+def _multivariate_normal(key: Any, shape: tuple[int, ...], dtype: Any, mean: Any, cov: Any) -> Any:
+    # cov = U diag(s) V^T with V = U (up to zero singular values) for a symmetric positive
+    # semi-definite cov; so z @ (sqrt(s)[:, None] * V^T) has covariance V diag(s) V^T = cov,
+    # singular or not (numpy factors it the same way; Cholesky fails on singular ones).
+    # Singular values at rounding level are zeroed, so draws stay in the covariance's support.
+    _, s, vt = jnp.linalg.svd(cov)
+    s = jnp.where(s > s[..., :1] * s.shape[-1] * jnp.finfo(s.dtype).eps, s, 0)
+    factor = jnp.sqrt(s)[..., :, None] * vt
+    z = jax.random.normal(key, shape + mean.shape[-1:], dtype)
+    return mean + jnp.matmul(z[..., None, :], factor)[..., 0, :]
+
+
+def _truncated_exponential(key: Any, shape: tuple[int, ...], dtype: Any, b: Any, loc: Any, scale: Any) -> Any:
+    # scipy's truncexpon: the inverse CDF of exp(-x) / (1 - exp(-b)) on [0, b].
+    u = jax.random.uniform(key, shape, dtype)
+    return loc - scale * jnp.log1p(u * jnp.expm1(-b))
+
+
+def _f(key: Any, shape: tuple[int, ...], dtype: Any, dfn: Any, dfd: Any) -> Any:
+    numerator_key, denominator_key = jax.random.split(key)
+    numerator = jax.random.gamma(numerator_key, dfn / 2, shape, dtype) / dfn
+    return numerator / (jax.random.gamma(denominator_key, dfd / 2, shape, dtype) / dfd)
+
+
 SAMPLERS: dict[type, Sampler] = {
     rv.NormalRV: _loc_scale(jax.random.normal),
     rv.CauchyRV: _loc_scale(jax.random.cauchy),
@@ -88,7 +210,16 @@ SAMPLERS: dict[type, Sampler] = {
     rv.GeometricRV: lambda k, s, d, p: jax.random.geometric(k, p, s),
     rv.CategoricalRV: lambda k, s, d, p: jax.random.categorical(k, jnp.log(p), -1, s),
     rv.DirichletRV: lambda k, s, d, alpha: jax.random.dirichlet(k, alpha, s, d),
-    rv.MvNormalRV: lambda k, s, d, mean, cov: jax.random.multivariate_normal(k, mean, cov, s, d),
+    rv.MvNormalRV: _multivariate_normal,
+    rv.MultinomialRV: _multinomial,
+    rv.NegBinomialRV: _negative_binomial,
+    rv.BetaBinomialRV: _beta_binomial,
+    rv.VonMisesRV: _von_mises,
+    rv.ZipfRV: _zipf,
+    rv.TruncExponentialRV: _truncated_exponential,
+    rv.FRV: _f,
+    rv.PowerRV: lambda k, s, d, a: jax.random.uniform(k, s, d) ** (1 / a),
+    rv.RayleighRV: lambda k, s, d, scale: scale * jnp.sqrt(2 * jax.random.exponential(k, s, d)),
     rv.RandIntRV: _integers,
     rv.IntegersRV: _integers,
     rv.ChoiceRV: _choice,
@@ -111,20 +242,73 @@ def _float_params(dtype: np.dtype, params: Sequence[Any]) -> list[Any]:
     return [None if p is None else jnp.asarray(p, dtype) for p in params]
 
 
-@jax_funcify.register(RandomVariable)
-def _random_variable(op: RandomVariable, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
-    sampler = next((SAMPLERS[c] for c in type(op).__mro__ if c in SAMPLERS), None)
-    if sampler is None:
-        raise LoweringError(
-            f"no JAX sampler for random variable {op.name} ({type(op).__name__}) in node "
-            f"{node}; add one to aejax.linker.dispatch.random.SAMPLERS",
-            node=node,
-        )
-    dtype = np.dtype(node.outputs[1].type.dtype)
+Draw = Callable[..., tuple[Any, Any]]
+"""``draw(key, batch_shape, dtype, *params) -> (new_key, sample)``."""
 
-    def draw(key: Any, size: Any, _dtype: Any, *params: Any) -> tuple[Any, Any]:
-        shape = batch_shape(op, size, params)
+
+def _split_and_sample(sampler: Sampler) -> Draw:
+    def draw(key: Any, shape: tuple[int, ...], dtype: np.dtype, *params: Any) -> tuple[Any, Any]:
         new_key, draw_key = jax.random.split(key)
         return new_key, sampler(draw_key, shape, dtype, *_float_params(dtype, params))
 
     return draw
+
+
+def _aesara_sample_fn(sample_fn: Callable[..., tuple[dict[str, Any], Any]]) -> Draw:
+    # Aesara's protocol: sample_fn(rng, size, dtype, *params) -> (rng, sample), the key in rng["jax_state"].
+    def draw(key: Any, shape: tuple[int, ...], dtype: np.dtype, *params: Any) -> tuple[Any, Any]:
+        rng, sample = sample_fn({"jax_state": key}, shape, dtype, *params)
+        return rng["jax_state"], sample
+
+    return draw
+
+
+def draw_for(op: RandomVariable) -> Draw | None:
+    """How to draw from ``op`` with a PRNG key; ``None`` if no sampler is known.
+
+    The sampler on the most specific class of the Op's MRO wins: ours in
+    `SAMPLERS`, or one registered with Aesara's ``jax_sample_fn`` from outside
+    Aesara (called with a batch shape as ``size`` and a typed key as
+    ``rng["jax_state"]``). On the same class, ours wins.
+    """
+    base = overriding_class(type(op), SAMPLERS, jax_sample_fn.registry)
+    if base is None:
+        return None
+    if base in SAMPLERS:
+        return _split_and_sample(SAMPLERS[base])
+    return _aesara_sample_fn(jax_sample_fn.registry[base](op))
+
+
+def _host_draw(node: Any) -> Callable[..., tuple[Any, Any]]:
+    """Draw with the Op's numpy ``rng_fn`` on the host, from a generator seeded by half of the split key."""
+    sample = perform_callback(node, outputs=[1], host_inputs={0: host_generator(node.inputs[0].type)})
+
+    def draw(key: Any, *args: Any) -> tuple[Any, Any]:
+        new_key, words = split_for_host(key)
+        (value,) = sample(words, *args)
+        return new_key, value
+
+    return draw
+
+
+@jax_funcify.register(RandomVariable)
+def _random_variable(op: RandomVariable, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    draw = draw_for(op)
+    if draw is None:
+        return _host_draw(node)
+    dtype = np.dtype(node.outputs[1].type.dtype)
+
+    def random_variable(key: Any, size: Any, _dtype: Any, *params: Any) -> tuple[Any, Any]:
+        return draw(key, batch_shape(op, size, params), dtype, *params)
+
+    return random_variable
+
+
+@from_aesara_convention.register(RandomVariable)
+def _aesara_random_variable(op: RandomVariable, lowering: Callable[..., Any]) -> Callable[..., Any]:
+    # Aesara's lowering takes and returns the random state as a dict holding the key in "jax_state".
+    def random_variable(key: Any, *args: Any) -> tuple[Any, Any]:
+        rng, sample = lowering({"jax_state": key}, *args)
+        return rng["jax_state"], sample
+
+    return random_variable

@@ -33,11 +33,15 @@ from typing import Any, Callable, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 from aesara.graph.rewriting.basic import MergeOptimizer
+from aesara.graph.basic import ancestors
 from aesara.scan.op import Scan
+from aesara.tensor.random.type import RandomType
 from jax import lax
 
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.dispatch.tensor_basic import static_ints
+from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
+from aejax.linker.checks import require
+from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.scan_layout import ScanLayout, split_by
 from aejax.linker.errors import InvalidValueError, LoweringError
 from aejax.linker.loop_state import (
@@ -56,12 +60,22 @@ from aejax.linker.loop_state import (
 
 
 def static_count(value: Any, what: str) -> int:
-    """A concrete integer, or a TypeError saying which count must be static."""
+    """A concrete integer, or a `NotStaticError` saying which count must be static."""
     return static_ints([value], f"the {what} of a Scan")[0]
 
 
-def check_steps(n_steps: int, seqs: Sequence[Any]) -> None:
-    """Aesara's checks of a step count against the sequences."""
+def check_steps(n_steps: Any, seqs: Sequence[Any], node: Any) -> None:
+    """Aesara's checks of a step count against the sequences (run-time checks if it is traced)."""
+    if is_traced(n_steps):
+        require(n_steps >= 0, InvalidValueError, "Scan was asked to run for a negative number of steps", f"node {node}")
+        for index, seq in enumerate(seqs):
+            require(
+                n_steps <= seq.shape[0],
+                InvalidValueError,
+                f"sequence {index} of the Scan has {seq.shape[0]} entries, fewer than its number of steps",
+                f"node {node}",
+            )
+        return
     if n_steps < 0:
         raise InvalidValueError(f"Scan was asked to run for a negative number of steps ({n_steps})")
     for index, seq in enumerate(seqs):
@@ -93,26 +107,67 @@ class LoweredScan:
         self.inner = inner
 
     def __call__(self, *outer: Any) -> Any:
-        results = self.outputs(*outer)
+        try:
+            results = self.outputs(*outer)
+        except LoweringError as error:
+            if not self.step_decides_shape(error):
+                raise
+            results = self.on_host(outer)
         return results if len(results) > 1 else results[0]
+
+    def step_decides_shape(self, error: LoweringError) -> bool:
+        """Whether ``error`` is a shape inside the step that depends on the step's own values.
+
+        Such a shape (``arange(y_t)`` for a sequence value ``y_t``) differs from
+        step to step, which no JAX loop can express; making inputs of the
+        compiled function static cannot help either.
+        """
+        if not error.needs_static or error.node is None or error.node is self.node:
+            return False
+        per_step = set(self.inner.inputs[: len(self.inner.inputs) - self.layout.n_non_seqs])
+        return bool(per_step & set(ancestors(error.node.inputs)))
+
+    def on_host(self, outer: Sequence[Any]) -> list[Any]:
+        """The Scan computed by Aesara's own implementation on the host (`jax.pure_callback`).
+
+        Its random states advance by a key split: one half seeds the numpy
+        generators the host loop draws from.
+        """
+        rng_inputs = {
+            position: host_generator(self.node.inputs[position].type)
+            for position in self.layout.shared_input_positions()
+            if isinstance(self.node.inputs[position].type, RandomType)
+        }
+        numeric = [i for i, out in enumerate(self.node.outputs) if not isinstance(out.type, RandomType)]
+        run = perform_callback(self.node, numeric, rng_inputs, why="has a step whose shapes depend on its values")
+        args, new_keys = list(outer), {}
+        for position in rng_inputs:
+            new_keys[position], args[position] = split_for_host(args[position])
+        computed = dict(zip(numeric, run(*args)))
+        return [
+            computed[i] if i in computed else new_keys[self.layout.shared_input_of_output(i)]
+            for i in range(len(self.node.outputs))
+        ]
 
     def outputs(self, *outer: Any) -> list[Any]:
         """The Scan node's outputs, in Aesara's order."""
         (n_steps,), seqs, mit_mot, sots, shared, nit_sizes, non_seqs = self.layout.outer_inputs(outer)
-        n_steps = static_count(n_steps, "number of steps")
-        check_steps(n_steps, seqs)
-        if n_steps == 0:
+        bounded = is_traced(n_steps)
+        if not bounded:
+            n_steps = static_count(n_steps, "number of steps")
+        check_steps(n_steps, seqs, self.node)
+        if not bounded and n_steps == 0:
             return self.no_steps(mit_mot, sots, shared)
         values = Outer(
             n_steps=n_steps,
-            seqs=[jnp.asarray(s)[:n_steps] for s in seqs],
+            seqs=[jnp.asarray(s) if bounded else jnp.asarray(s)[:n_steps] for s in seqs],
             mit_mot=[jnp.asarray(b) for b in mit_mot],
             sots=[jnp.asarray(b) for b in sots],
             shared=list(shared),
             nit_sizes=[static_count(s, "nit-sot buffer length") for s in nit_sizes],
             non_seqs=list(non_seqs),
         )
-        return self.while_loop(values) if self.layout.as_while else self.fixed_loop(values)
+        return self.while_loop(values) if self.layout.as_while or bounded else self.fixed_loop(values)
 
     def no_steps(self, mit_mot: list[Any], sots: list[Any], shared: list[Any]) -> list[Any]:
         nit_sots = [
@@ -208,7 +263,7 @@ class LoweredScan:
         return split_by(outs, [len(t) for t in self.layout.mit_mot_out])
 
     def while_loop(self, outer: Outer) -> list[Any]:
-        """An ``until`` loop: ``lax.while_loop``.
+        """An ``until`` loop, or one whose number of steps is traced: ``lax.while_loop``.
 
         Every mit-sot/sit-sot is read from its window; the outputs whose trace
         is kept are also written, write-only, into their buffers (a buffer the
@@ -238,7 +293,7 @@ class LoweredScan:
             seq_rows = [lax.dynamic_index_in_dim(s, i, keepdims=False) for s in seqs]
             mm_rows = [read_rows(b, i - m, taps) for b, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
             sot_rows = [sw.rows(w) for sw, w in zip(sot_windows, carry.windows)]
-            mm_outs, sot_outs, nit_outs, shared_outs, (until,) = self.run_inner(seq_rows, mm_rows, sot_rows, carry.shared, non_seqs)
+            mm_outs, sot_outs, nit_outs, shared_outs, until = self.run_inner(seq_rows, mm_rows, sot_rows, carry.shared, non_seqs)
             written = [y for y, keep in zip(sot_outs, traced) if keep] + list(nit_outs)
             return Carry(
                 step=i + 1,
@@ -249,11 +304,13 @@ class LoweredScan:
                 windows=tuple(sw.shifted(w, y) for sw, w, y in zip(sot_windows, carry.windows, sot_outs)),
                 shared=tuple(same_type_as(v, s) for v, s in zip(shared_outs, carry.shared)),
                 buffers=tuple(write_rows(b, i + offset, (0,), (y,)) for b, offset, y in zip(carry.buffers, offsets, written)),
-                running=jnp.logical_not(jnp.asarray(until).astype(bool)),
+                running=jnp.logical_not(jnp.asarray(until[0]).astype(bool)) if until else carry.running,
             )
 
         final = lax.while_loop(cond, body, start)
-        laid_out = iter(ordered_history(b, final.step, offset, n_steps) for b, offset in zip(final.buffers, offsets))
+        laid_out = iter(
+            ordered_history(b, final.step, offset, n_steps, lay.as_while) for b, offset in zip(final.buffers, offsets)
+        )
         sot_results = [
             next(laid_out) if keep else sw.as_rows(window)[-b.shape[0] :]
             for sw, b, keep, window in zip(sot_windows, sots, traced, final.windows)

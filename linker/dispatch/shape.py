@@ -9,8 +9,9 @@ import numpy as np
 from aesara.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.dispatch.tensor_basic import static_ints
-from aejax.linker.lowering import is_traced
+from aejax.linker.concrete import static_ints
+from aejax.linker.concrete import is_traced
+from aejax.linker.errors import InvalidValueError, variable_name
 from aejax.linker.ragged import Ragged
 
 
@@ -49,8 +50,9 @@ def _specify_shape(op: SpecifyShape, node: Any = None, **kwargs: Any) -> Callabl
     def specify_shape(x: Any, *shape: Any) -> Any:
         for axis, (want, got) in enumerate(zip(shape, np.shape(x))):
             if want is not None and not is_traced(want) and int(want) != got:
-                raise ValueError(
-                    f"SpecifyShape: axis {axis} has length {got}, expected {int(want)}"
+                raise InvalidValueError(
+                    f"{variable_name(node.inputs[0])!r} has length {got} on axis {axis}, "
+                    f"but node {node} specifies {int(want)}"
                 )
         return x
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax.numpy as jnp
 from aesara.graph.basic import Constant
@@ -17,8 +17,11 @@ from aesara.tensor.subtensor import (
     indices_from_subtensor,
 )
 
+from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.ragged import Ragged
+from aejax.linker.concrete import is_traced, static_scalars
+from aejax.linker import masked
+from aejax.linker.ragged import Masked, Ragged
 
 
 @jax_funcify.register(Subtensor)
@@ -33,12 +36,30 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
             if isinstance(indices[0], slice):
                 return ragged_tail(x, int(indices[0].start))
             return ragged_row(x, indices[0])[indices[1:]]
-        return x[indices]
+        if any(isinstance(v, Masked) for v in (x, *index_values)):
+            return masked.gather(x, index_values, node)
+        return indexable(x, index_values)[static_slices(indices)]
 
     subtensor.accepts_ragged = bool(idx_list) and (  # type: ignore[attr-defined]
         not isinstance(idx_list[0], slice) or _is_tail(idx_list, node)
     )
+    subtensor.accepts_masked = not idx_list  # type: ignore[attr-defined]
     return subtensor
+
+
+def indexable(x: Any, index_values: Sequence[Any]) -> Any:
+    """``x`` as a JAX array when an index is traced (a numpy constant cannot take a tracer)."""
+    return jnp.asarray(x) if any(is_traced(v) for v in index_values) else x
+
+
+def static_slices(indices: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``indices`` with every slice bound concrete (a traced bound decides a shape)."""
+    return tuple(
+        slice(*(None if b is None else static_scalars([b], "a slice bound")[0] for b in (i.start, i.stop, i.step)))
+        if isinstance(i, slice)
+        else i
+        for i in indices
+    )
 
 
 def _is_tail(idx_list: Any, node: Any) -> bool:
@@ -64,13 +85,54 @@ def ragged_row(value: Ragged, row: Any) -> Any:
 @jax_funcify.register(IncSubtensor)
 @jax_funcify.register(AdvancedIncSubtensor)
 @jax_funcify.register(AdvancedIncSubtensor1)
-def _inc_subtensor(op: Any, **kwargs: Any) -> Callable[..., Any]:
+def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     idx_list = getattr(op, "idx_list", None)
     set_instead_of_inc = op.set_instead_of_inc
+    by_boolean_mask = _boolean_mask_only(node)
 
     def inc_subtensor(x: Any, y: Any, *index_values: Any) -> Any:
+        if any(isinstance(v, Masked) for v in (x, y, *index_values)):
+            return masked.scatter(x, y, index_values, set_instead_of_inc, node)
+        if by_boolean_mask and is_traced(index_values[0]):
+            return boolean_mask_update(jnp.asarray(x), y, index_values[0], set_instead_of_inc, node)
         indices = tuple(indices_from_subtensor(index_values, idx_list) if idx_list else index_values)
         target = jnp.asarray(x).at[indices]
         return target.set(y) if set_instead_of_inc else target.add(y)
 
+    inc_subtensor.accepts_masked = not idx_list  # type: ignore[attr-defined]
     return inc_subtensor
+
+
+def _boolean_mask_only(node: Any) -> bool:
+    """Whether ``node`` is ``inc/set_subtensor(x[mask], y)`` with a single boolean index."""
+    indices = node.inputs[2:]
+    return isinstance(node.op, AdvancedIncSubtensor) and len(indices) == 1 and indices[0].type.dtype == "bool"
+
+
+def boolean_mask_update(x: Any, y: Any, mask: Any, set_instead_of_inc: bool, node: Any) -> Any:
+    """``x`` with ``x[mask]`` set to (or incremented by) ``y``, for a traced boolean ``mask``.
+
+    As in numpy, ``y`` is either one value per selected element, in row-major
+    order of the mask (``x[mask] = y``), or broadcast to all of them. The
+    shape of ``x[mask]`` depends on the mask's values, so the update is written
+    with ``where`` over the whole of ``x``; a ``y`` with one row per selected
+    element is gathered by each element's rank among the selected ones, and a
+    check fails the call when their numbers differ.
+    """
+    tail = x.shape[mask.ndim :]
+    y = jnp.asarray(y, x.dtype)
+    if y.ndim > len(tail) and y.shape[0] != 1:
+        flat_mask = jnp.ravel(mask)
+        selected = jnp.sum(flat_mask)
+        require(
+            selected == y.shape[0],
+            ValueError,
+            f"cannot assign {y.shape[0]} values to the elements that the boolean mask selects",
+            f"node {node}",
+        )
+        rank = jnp.clip(jnp.cumsum(flat_mask) - 1, 0, y.shape[0] - 1)
+        values = y[rank].reshape(mask.shape + tail)
+    else:
+        values = jnp.broadcast_to(y[0] if y.ndim > len(tail) else y, tail)
+    where = jnp.reshape(mask, mask.shape + (1,) * len(tail))
+    return jnp.where(where, values if set_instead_of_inc else x + values, x)

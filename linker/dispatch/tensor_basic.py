@@ -5,23 +5,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax.numpy as jnp
-import numpy as np
 from aesara.tensor.basic import Alloc, AllocEmpty, ARange, Eye
+from aesara.tensor.extra_ops import BroadcastTo
 
+from aejax.linker.concrete import static_ints, static_scalars
 from aejax.linker.dispatch.basic import jax_funcify
-
-
-def static_scalars(values: Any, what: str = "a size or shape") -> tuple[Any, ...]:
-    """Python scalars of concrete values; a TypeError saying ``what`` must be static if one is traced."""
-    try:
-        return tuple(np.asarray(v).item() for v in values)
-    except Exception as error:
-        raise TypeError(f"{what} must be known while tracing ({error})") from error
-
-
-def static_ints(values: Any, what: str = "a size or shape") -> tuple[int, ...]:
-    """Concrete integers of a shape; a TypeError if one is traced."""
-    return tuple(int(v) for v in static_scalars(values, what))
 
 
 @jax_funcify.register(ARange)
@@ -33,7 +21,8 @@ def _arange(op: ARange, **kwargs: Any) -> Callable[..., Any]:
 
 
 @jax_funcify.register(Alloc)
-def _alloc(op: Alloc, **kwargs: Any) -> Callable[..., Any]:
+@jax_funcify.register(BroadcastTo)
+def _alloc(op: Alloc | BroadcastTo, **kwargs: Any) -> Callable[..., Any]:
     def alloc(x: Any, *shape: Any) -> Any:
         return jnp.broadcast_to(x, static_ints(shape))
 

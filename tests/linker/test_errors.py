@@ -1,5 +1,7 @@
 """Errors that name the Op, node and variable at fault."""
 
+import warnings
+
 import aesara
 import aesara.tensor as at
 import numpy as np
@@ -20,14 +22,6 @@ class DoubleOp(Op):
 
     def perform(self, node, inputs, outputs):
         outputs[0][0] = inputs[0] * 2
-
-
-def test_op_without_lowering_names_the_op_and_says_what_to_do():
-    x = at.dvector("x")
-    with pytest.raises(LoweringError) as info:
-        aesara.function([x], DoubleOp()(x), mode=aejax.linker.mode)
-    message = str(info.value)
-    assert "DoubleOp" in message and "jax_funcify.register" in message
 
 
 def test_registering_a_lowering_makes_it_work():
@@ -78,3 +72,57 @@ def test_aesara_jax_mode_is_untouched_until_opt_in(monkeypatch):
     f = aesara.function([a], at.arange(3)[:a], mode="JAX")
     with pytest.warns(aejax.linker.ShapeInputWarning):
         np.testing.assert_array_equal(f(2), [0, 1])
+
+
+def test_lowering_that_fails_to_build_is_a_lowering_error_naming_the_op():
+    class HalveOp(DoubleOp):
+        pass
+
+    @aejax.linker.jax_funcify.register(HalveOp)
+    def _broken(op, **kwargs):
+        raise AttributeError("module 'jax.scipy.special' has no attribute 'halve'")
+
+    x = at.dvector("x")
+    with pytest.raises(LoweringError, match="HalveOp.*AttributeError"):
+        aesara.function([x], HalveOp()(x), mode=aejax.linker.mode)
+
+
+def test_failure_unrelated_to_shapes_makes_no_input_static():
+    class HalveOp(DoubleOp):
+        pass
+
+    @aejax.linker.jax_funcify.register(HalveOp)
+    def _branches_on_value(op, **kwargs):
+        return lambda x: x / 2 if bool(x.sum() > 0) else x
+
+    n = at.iscalar("n")
+    x = at.dvector("x")
+    f = aesara.function([x, n], HalveOp()(x * n), mode=aejax.linker.mode)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", aejax.linker.ShapeInputWarning)
+        with pytest.raises(LoweringError) as info:
+            f(np.ones(2), 3)
+    assert "HalveOp" in str(info.value)
+    assert f.vm.jit_fn.segments[0].program.static_positions == ()
+
+
+@pytest.mark.parametrize(
+    "build, shapes",
+    [
+        (lambda a, b: at.batched_dot(a, b), [(9, 2, 3), (10, 3, 2)]),
+        (lambda a, b: a + b, [(3,), (4,)]),
+        (lambda a, b: at.dot(a, b), [(3, 2), (4,)]),
+    ],
+    ids=["batched_dot", "add", "dot"],
+)
+def test_inputs_that_do_not_fit_raise_the_references_exception_class(build, shapes):
+    a, b = (at.tensor("float64", shape=(None,) * len(s), name=n) for s, n in zip(shapes, "ab"))
+    args = [np.ones(s) for s in shapes]
+    reference = aesara.function([a, b], build(a, b), mode="FAST_COMPILE")
+    ours = aesara.function([a, b], build(a, b), mode=aejax.linker.mode)
+    with pytest.raises(Exception) as expected:
+        reference(*args)
+    with pytest.raises(type(expected.value)) as got:
+        ours(*args)
+    assert isinstance(got.value, LoweringError)
+    assert "do not fit" in str(got.value)

@@ -128,3 +128,88 @@ def test_float32_draws_keep_float32():
         draw = srng.normal(0, 1, size=(5,))
     f = aesara.function([], draw, mode=aejax.linker.mode)
     assert draw.dtype == "float32" and f().dtype == np.float32
+
+
+ADDED_UNIVARIATE = [
+    *rv("vonmises", lambda s, n: s.vonmises(2.5, 1.5, size=n)),
+    *rv("vonmises small kappa", lambda s, n: s.vonmises(-1.0, 1e-6, size=n)),
+    *rv("vonmises large kappa", lambda s, n: s.vonmises(0.5, 200.0, size=n)),
+    *rv("negative_binomial", lambda s, n: s.negative_binomial(3.5, 0.3, size=n)),
+    *rv("betabinom", lambda s, n: s.betabinom(12, 2.0, 0.7, size=n)),
+    *rv("zipf", lambda s, n: s.zipf(2.5, size=n)),
+    *rv("truncexpon", lambda s, n: s.truncexpon(2.0, 1.0, 0.5, size=n)),
+    *rv("f", lambda s, n: s.f(4.0, 7.0, size=n)),
+    *rv("power", lambda s, n: s.power(2.5, size=n)),
+    *rv("rayleigh", lambda s, n: s.rayleigh(1.5, size=n)),
+]
+
+
+@pytest.mark.parametrize("draw, ctor", ADDED_UNIVARIATE)
+def test_added_univariate_draws_match_reference_in_distribution(draw, ctor):
+    test_univariate_draws_match_reference_in_distribution(draw, ctor)
+
+
+@pytest.mark.parametrize("ctor", [LEGACY, GENERATOR])
+def test_von_mises_stays_in_the_circle_and_matches_mean_direction(ctor):
+    draw = lambda s, n: s.vonmises(3.0, 4.0, size=n)  # noqa: E731
+    ours = compile_draw(draw, ctor, aejax.linker.mode, n=20000)()
+    assert np.all((ours >= -np.pi) & (ours <= np.pi))
+    np.testing.assert_allclose(np.angle(np.mean(np.exp(1j * ours))), 3.0, atol=0.02)
+
+
+@pytest.mark.parametrize("ctor", [LEGACY, GENERATOR])
+def test_negative_binomial_moments_follow_scipy_parametrisation(ctor):
+    n, p = 5.0, 0.25
+    ours = compile_draw(lambda s, size: s.nbinom(n, p, size=size), ctor, aejax.linker.mode, n=40000)()
+    assert ours.dtype == np.int64
+    mean, var = stats.nbinom.stats(n, p, moments="mv")
+    np.testing.assert_allclose(ours.mean(), mean, rtol=0.03)
+    np.testing.assert_allclose(ours.var(), var, rtol=0.06)
+
+
+@pytest.mark.parametrize("ctor", [LEGACY, GENERATOR])
+def test_multinomial_counts_match_reference(ctor):
+    p = np.array([0.2, 0.5, 0.3])
+    draw = lambda s, n: s.multinomial(np.array([10, 40]), p, size=(n, 2))  # noqa: E731
+    reference = compile_draw(draw, ctor, "FAST_COMPILE")()
+    f = compile_draw(draw, ctor, aejax.linker.mode)
+    ours = f()
+    assert ours.shape == reference.shape == (N, 2, 3)
+    assert ours.dtype == reference.dtype
+    np.testing.assert_array_equal(ours.sum(axis=-1), np.broadcast_to([10, 40], (N, 2)))
+    for trials in range(2):
+        for k in range(3):
+            assert stats.ks_2samp(ours[:, trials, k], reference[:, trials, k]).pvalue > 1e-4
+    np.testing.assert_array_equal(compile_draw(draw, ctor, aejax.linker.mode)(), ours)
+    assert not np.array_equal(f(), ours)
+
+
+def test_multinomial_batched_probabilities():
+    p = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    out = compile_draw(lambda s, n: s.multinomial(7, p), GENERATOR, aejax.linker.mode)()
+    np.testing.assert_array_equal(out, [[7, 0, 0], [0, 0, 7]])
+
+
+@pytest.mark.parametrize("ctor", [LEGACY, GENERATOR])
+def test_multivariate_normal_singular_covariance(ctor):
+    mean, cov = 0.5 * np.ones(3), 0.33 * np.ones((3, 3))
+    draw = lambda s, n: s.multivariate_normal(mean, cov, size=n)  # noqa: E731
+    ours = compile_draw(draw, ctor, aejax.linker.mode, n=20000)()
+    reference = compile_draw(draw, ctor, "FAST_COMPILE", n=20000)()
+    assert ours.shape == reference.shape == (20000, 3)
+    assert np.all(np.isfinite(ours))
+    np.testing.assert_allclose(ours.mean(axis=0), mean, atol=0.02)
+    np.testing.assert_allclose(np.cov(ours.T), cov, atol=0.02)
+    # Rank one: every draw lies on the line mean + t * (1, 1, 1).
+    np.testing.assert_allclose(ours - ours[:, :1], 0, atol=1e-10)
+    assert stats.ks_2samp(ours[:, 0], reference[:, 0]).pvalue > 1e-4
+
+
+def test_multivariate_normal_batched_regular_covariances():
+    mean = np.array([[0.0, 1.0], [5.0, -5.0]])
+    cov = np.array([[[1.0, 0.3], [0.3, 0.5]], [[2.0, -0.9], [-0.9, 1.0]]])
+    out = compile_draw(lambda s, n: s.multivariate_normal(mean, cov, size=(n, 2)), GENERATOR, aejax.linker.mode, n=20000)()
+    assert out.shape == (20000, 2, 2)
+    for b in range(2):
+        np.testing.assert_allclose(out[:, b].mean(axis=0), mean[b], atol=0.05)
+        np.testing.assert_allclose(np.cov(out[:, b].T), cov[b], atol=0.08)

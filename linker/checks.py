@@ -1,0 +1,125 @@
+"""Run-time checks on traced values, raised after the call with the Op's own exception.
+
+JAX cannot raise from inside a jit program. A check whose condition depends
+on traced values (`CheckAndRaise`, e.g. aeppl's parameter checks) is recorded
+with `jax.experimental.checkify` instead (`require`).
+
+A program is first traced as it is, inside `discovering`. The first `require`
+met there raises `NeedsChecks`, and the program is traced again as a
+`CheckedProgram`, which returns whether a check failed next to the outputs and
+raises the failed check's exception on the host, before any output is stored,
+so a failing call updates no shared variable. Programs without checks are
+compiled as they are and pay nothing.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+import threading
+import warnings
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import checkify
+
+_WARN, _DISCOVER, _FUNCTIONALIZED = "warn", "discover", "functionalized"
+_CONTEXT = contextvars.ContextVar("aejax_checks", default=_WARN)
+_MESSAGE = re.compile(r"aejax check (\d+)\b")
+
+
+class _CheckTable:
+    """The exception class and message of every check a program may raise, by number."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._numbers: dict[tuple[type, str], int] = {}
+        self._checks: list[tuple[type, str]] = []
+
+    def number(self, exc_type: type, message: str) -> int:
+        with self._lock:
+            key = (exc_type, message)
+            if key not in self._numbers:
+                self._numbers[key] = len(self._checks)
+                self._checks.append(key)
+            return self._numbers[key]
+
+    def exception(self, number: int) -> BaseException:
+        exc_type, message = self._checks[number]
+        return exc_type(message)
+
+
+CHECKS = _CheckTable()
+
+
+class NeedsChecks(Exception):
+    """A program traced without checks met one: trace it again as a `CheckedProgram`."""
+
+
+def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
+    """Check a traced ``condition`` inside the program; fail the call with ``exc_type(message)``.
+
+    Outside `discovering` and `CheckedProgram` (e.g. a graph exported with
+    ``jaxify``) the check cannot be raised: it warns, naming ``where``, and
+    is skipped.
+    """
+    context = _CONTEXT.get()
+    if context == _DISCOVER:
+        raise NeedsChecks(message)
+    if context == _WARN:
+        warnings.warn(
+            f"the check {message!r} of {where} depends on traced values and this program "
+            "cannot raise, so it is not checked",
+            stacklevel=2,
+        )
+        return
+    number = CHECKS.number(exc_type, message)
+    checkify.check(jnp.all(condition), f"aejax check {number}: {message}")
+
+
+def _traced_in(context: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    token = _CONTEXT.set(context)
+    try:
+        return fn(*args)
+    finally:
+        _CONTEXT.reset(token)
+
+
+def discovering(traced_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``traced_fn`` tracing so that a check in it raises `NeedsChecks`."""
+
+    def discover(*args: Any) -> Any:
+        return _traced_in(_DISCOVER, traced_fn, args)
+
+    return discover
+
+
+class CheckedProgram:
+    """``jax.jit`` of a traced function whose checks fail the call after it returns."""
+
+    def __init__(self, traced_fn: Callable[..., tuple[Any, ...]]) -> None:
+        checked = checkify.checkify(traced_fn)
+
+        def program(*args: Any) -> tuple[Any, Any, tuple[Any, ...]]:
+            error, outputs = _traced_in(_FUNCTIONALIZED, checked, args)
+            flags = [leaf for leaf in jax.tree_util.tree_leaves(error) if leaf.dtype == bool]
+            failed = jnp.any(jnp.stack(flags)) if flags else jnp.asarray(False)
+            return failed, error, outputs
+
+        self._jitted = jax.jit(program)
+
+    def __call__(self, *args: Any) -> tuple[Any, ...]:
+        failed, error, outputs = self._jitted(*args)
+        if failed:
+            raise failure(error)
+        return outputs
+
+
+def failure(error: checkify.Error) -> BaseException:
+    """The exception of the check that failed, as its Op declares it."""
+    message = error.get() or ""
+    found = _MESSAGE.search(message)
+    if found is None:
+        return RuntimeError(f"a run-time check failed: {message}")
+    return CHECKS.exception(int(found.group(1)))

@@ -1,0 +1,236 @@
+"""Run an Op's Python ``perform`` on the host from inside a JAX trace.
+
+An Op with no JAX lowering is computed by its own numpy implementation,
+staged with `jax.pure_callback`; it then works under jit, inside loops and
+under vmap (one host call per batch element). JAX needs the outputs' shapes
+while tracing. They are the output types' static shapes where known, else the
+Op's ``infer_shape`` evaluated with the inputs' shapes (always known while
+tracing) and the values of the inputs that are not traced. A shape that needs
+a traced value raises `LoweringError`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Mapping, Sequence
+
+import aesara.tensor as at
+import jax
+import numpy as np
+from aesara.graph.basic import Apply, Constant, Variable, graph_inputs, io_toposort
+from aesara.graph.op import Op, _NoPythonOp
+from aesara.link.c.op import _NoPythonCOp, _NoPythonExternalCOp
+from aesara.scalar.basic import ScalarType
+from aesara.tensor.exceptions import ShapeError
+from aesara.tensor.random.type import RandomStateType
+from aesara.tensor.type import DenseTensorType
+
+from aejax.linker.errors import LoweringError
+from aejax.linker.lowering import fold, lookup, perform
+from aejax.linker.static_inputs import caller_stacklevel
+
+_NO_PERFORM = {cls.perform for cls in (Op, _NoPythonOp, _NoPythonCOp, _NoPythonExternalCOp)}
+
+HostInput = Callable[[np.ndarray], Any]
+"""Turns the host value of an input into what the Op's ``perform`` expects."""
+
+
+class CallbackWarning(UserWarning):
+    """An Op without a JAX lowering runs its Python ``perform`` on the host."""
+
+
+def _numeric(var: Variable) -> bool:
+    return isinstance(var.type, (DenseTensorType, ScalarType))
+
+
+def _is_jax_value(value: Any) -> bool:
+    return isinstance(value, (jax.Array, jax.core.Tracer))
+
+
+def host_fallback_problem(op: Any, node: Apply | None) -> str | None:
+    """Why ``node`` cannot run on the host through a callback; ``None`` if it can."""
+    if node is None:
+        return "no node was given to run its perform"
+    if type(op).perform in _NO_PERFORM:
+        return "it has no Python perform to run on the host instead"
+    others = [str(out.type) for out in node.outputs if not _numeric(out)]
+    if others:
+        return f"its outputs of types {', '.join(others)} cannot come back from a host callback"
+    return None
+
+
+def host_lowering(node: Apply) -> Callable[..., Any]:
+    """A lowering of ``node`` that runs its ``perform`` through `jax.pure_callback`."""
+    run = perform_callback(node)
+
+    def on_host(*args: Any) -> Any:
+        outs = run(*args)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    return on_host
+
+
+def host_generator(rng_type: Any) -> HostInput:
+    """How the host builds a numpy generator of ``rng_type`` from a PRNG key's raw words."""
+    return np.random.RandomState if isinstance(rng_type, RandomStateType) else np.random.default_rng
+
+
+def split_for_host(key: Any) -> tuple[Any, Any]:
+    """A key split in two: the new state, and raw words that seed a generator on the host."""
+    new_key, host_key = jax.random.split(key)
+    return new_key, jax.random.key_data(host_key)
+
+
+def perform_callback(
+    node: Apply,
+    outputs: Sequence[int] | None = None,
+    host_inputs: Mapping[int, HostInput] | None = None,
+    why: str = "has no JAX lowering",
+) -> Callable[..., list[Any]]:
+    """A traceable function computing ``node``'s outputs with its ``perform`` on the host.
+
+    It takes the node's input values and returns those of the outputs at
+    indices ``outputs`` (all by default), which must be tensors or scalars.
+    An input at an index of ``host_inputs`` crosses to the host as an array
+    and is converted there by its function (e.g. key words -> numpy
+    `Generator`). The first trace of the node warns with `CallbackWarning`.
+    """
+    selected = list(range(len(node.outputs)) if outputs is None else outputs)
+    converters = dict(host_inputs or {})
+    dtypes = [np.dtype(node.outputs[i].type.dtype) for i in selected]
+    warned = False
+
+    def callback(*args: Any) -> list[Any]:
+        nonlocal warned
+        shapes = output_shapes(node, args, selected)
+        staged = [i for i, arg in enumerate(args) if _is_jax_value(arg)]
+        for i in staged:
+            if i not in converters and not _numeric(node.inputs[i]):
+                raise LoweringError(
+                    f"input {node.inputs[i]} of node {node} (Op {node.op}) is a JAX value of type "
+                    f"{node.inputs[i].type}, which cannot cross a host callback; register a JAX "
+                    f"lowering with aejax.linker.jax_funcify.register({type(node.op).__name__})",
+                    node=node,
+                )
+
+        fixed = [None if i in staged else arg for i, arg in enumerate(args)]
+
+        def on_host(*staged_values: Any) -> tuple[np.ndarray, ...]:
+            values = list(fixed)
+            for i, value in zip(staged, staged_values):
+                values[i] = value
+            inputs = [
+                converters[i](np.asarray(v)) if i in converters else _host_input(v, var)
+                for i, (v, var) in enumerate(zip(values, node.inputs))
+            ]
+            results = perform(node, inputs)
+            return tuple(
+                _host_output(node, i, results[i], shape, dtype) for i, shape, dtype in zip(selected, shapes, dtypes)
+            )
+
+        result_types = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in zip(shapes, dtypes)]
+        results = jax.pure_callback(on_host, result_types, *[args[i] for i in staged], vmap_method="sequential")
+        if not warned:
+            warned = True
+            warnings.warn(
+                f"Op {node.op} (node {node}) {why}: it runs its Python perform on the "
+                "host through jax.pure_callback: every call is a round trip to Python, and it "
+                "has no gradient. Register a lowering with "
+                f"aejax.linker.jax_funcify.register({type(node.op).__name__}) to avoid it.",
+                CallbackWarning,
+                stacklevel=caller_stacklevel(),
+            )
+        return list(results)
+
+    return callback
+
+
+def _host_input(value: Any, var: Variable) -> Any:
+    # A copy: perform may write to its inputs, and callback arguments can be read-only.
+    if isinstance(var.type, DenseTensorType):
+        return np.array(value, dtype=var.type.dtype)
+    if isinstance(var.type, ScalarType):
+        return np.dtype(var.type.dtype).type(value)
+    return value
+
+
+def _host_output(node: Apply, index: int, value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    array = np.asarray(value, dtype=dtype)
+    if array.shape != shape:
+        raise ValueError(
+            f"Op {node.op} (node {node}) returned output {index} with shape {array.shape}, but its "
+            f"type or infer_shape said {shape}"
+        )
+    return array
+
+
+def output_shapes(node: Apply, args: Sequence[Any], outputs: Sequence[int]) -> list[tuple[int, ...]]:
+    """The shapes of ``node``'s outputs at indices ``outputs``, given its input values while tracing."""
+    static = [_static_shape(node.outputs[i]) for i in outputs]
+    inferred: Sequence[Sequence[Any]] = static
+    if any(None in shape for shape in static):
+        inferred = _inferred_shapes(node, args, outputs)
+    return [tuple(int(i) if s is None else s for s, i in zip(st, inf)) for st, inf in zip(static, inferred)]
+
+
+def _static_shape(var: Variable) -> tuple[int | None, ...]:
+    return tuple(var.type.shape) if isinstance(var.type, DenseTensorType) else ()
+
+
+def _input_shape(value: Any, var: Variable) -> tuple[Variable, ...] | None:
+    if isinstance(var.type, DenseTensorType):
+        return tuple(at.constant(d, dtype="int64") for d in np.shape(value))
+    if isinstance(var.type, ScalarType):
+        return ()
+    return None
+
+
+def _inferred_shapes(node: Apply, args: Sequence[Any], outputs: Sequence[int]) -> list[list[Any]]:
+    op = node.op
+    infer_shape = getattr(op, "infer_shape", None)
+    shapes = None
+    if infer_shape is not None:
+        try:
+            shapes = infer_shape(None, node, [_input_shape(a, v) for a, v in zip(args, node.inputs)])
+        except ShapeError:
+            pass
+    if shapes is None:
+        raise LoweringError(
+            f"the output shapes of Op {op} (node {node}) are unknown while tracing: its output "
+            "types have no static shape and it has no infer_shape. Give the outputs static shapes "
+            "(e.g. with at.specify_shape) or implement infer_shape, so it can run on the host "
+            f"through a callback; or register a JAX lowering with aejax.linker.jax_funcify.register("
+            f"{type(op).__name__}).",
+            node=node,
+        )
+    wanted = [[at.as_tensor_variable(d) for d in shapes[i]] for i in outputs]
+    known = {var: arg for var, arg in zip(node.inputs, args) if not _is_jax_value(arg)}
+    flat = [d for shape in wanted for d in shape]
+    traced = [v for v in graph_inputs(flat, blockers=known) if v not in known and not isinstance(v, Constant)]
+    if traced:
+        raise LoweringError(
+            f"the output shape of Op {op} (node {node}) depends on values of its inputs "
+            f"({', '.join(map(str, traced))}), which are traced; JAX needs output shapes while "
+            "tracing. Make those inputs constants or inputs of the compiled function, give the "
+            "outputs static shapes (at.specify_shape), or register a JAX lowering with "
+            f"aejax.linker.jax_funcify.register({type(op).__name__}).",
+            node=node,
+            needs_static=True,
+        )
+    values = _evaluate(flat, known, node)
+    it = iter(values)
+    return [[next(it) for _ in shape] for shape in wanted]
+
+
+def _evaluate(variables: Sequence[Variable], known: Mapping[Variable, Any], node: Apply) -> list[Any]:
+    values = dict(known)
+    for apply in io_toposort(list(known), variables):
+        results = fold(apply, [lookup(values, v) for v in apply.inputs])
+        if results is None:
+            raise LoweringError(
+                f"could not compute the output shapes of Op {node.op} (node {node}) from its "
+                f"infer_shape: numpy could not evaluate node {apply} of the shape graph",
+                node=node,
+            )
+        values.update(zip(apply.outputs, results))
+    return [lookup(values, v) for v in variables]

@@ -1,0 +1,142 @@
+"""Tensor Ops of `aesara.tensor.basic`, `extra_ops` and `sort` that Aesara's JAX backend lacks.
+
+`Split` and `Nonzero` make outputs whose shapes depend on input values. Split
+sizes must be concrete while tracing (a `LoweringError` names the node
+otherwise); ``nonzero`` of a traced array is a `Masked` selection
+(`aejax.linker.masked`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from aesara.tensor.basic import Choose, Default, Nonzero, PermuteRowElements, Split, Tri
+from aesara.tensor.extra_ops import CpuContiguous, SearchsortedOp
+from aesara.tensor.math import Convolve
+from aesara.tensor.sort import TopKOp
+
+from aejax.linker import masked
+from aejax.linker.concrete import is_traced, static_ints
+from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.errors import InvalidValueError, LoweringError
+
+
+def _one_or_tuple(values: list[Any]) -> Any:
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def split_sizes(op: Split, node: Any, length: int, splits: Any) -> list[int]:
+    """The concrete split sizes of ``node``, checked against the split axis' ``length``."""
+    if is_traced(splits):
+        raise LoweringError(
+            f"the split sizes of node {node} are only known at run time; JAX needs them "
+            "while tracing. Make them constants or integer scalar inputs of the function.",
+            node=node,
+            needs_static=True,
+        )
+    sizes = list(static_ints(np.ravel(splits), "split sizes"))
+    if len(sizes) != op.len_splits or sum(sizes) != length or min(sizes, default=0) < 0:
+        raise InvalidValueError(
+            f"node {node}: split sizes {sizes} do not cut an axis of length {length} "
+            f"into {op.len_splits} non-negative parts"
+        )
+    return sizes
+
+
+@jax_funcify.register(Split)
+def _split(op: Split, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    def split(x: Any, axis: Any, splits: Any) -> Any:
+        (axis,) = static_ints((axis,), "the split axis")
+        sizes = split_sizes(op, node, x.shape[axis], splits)
+        return _one_or_tuple(jnp.split(x, np.cumsum(sizes)[:-1], axis=axis))
+
+    return split
+
+
+@jax_funcify.register(Nonzero)
+def _nonzero(op: Nonzero, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    def nonzero(a: Any) -> Any:
+        if is_traced(a):
+            return _one_or_tuple(list(masked.nonzero_positions(a)))
+        return _one_or_tuple([index.astype("int64") for index in np.nonzero(np.asarray(a))])
+
+    return nonzero
+
+
+@jax_funcify.register(Tri)
+def _tri(op: Tri, **kwargs: Any) -> Callable[..., Any]:
+    def tri(n: Any, m: Any, k: Any) -> Any:
+        rows, cols, offset = static_ints((n, m, k))
+        return jnp.tri(rows, cols, offset, dtype=op.dtype)
+
+    return tri
+
+
+@jax_funcify.register(Choose)
+def _choose(op: Choose, **kwargs: Any) -> Callable[..., Any]:
+    # JAX cannot raise on a traced out-of-range index; "raise" then clips.
+    mode = "clip" if op.mode == "raise" else op.mode
+
+    def choose(a: Any, choices: Any) -> Any:
+        return jnp.choose(a, choices, mode=mode)
+
+    return choose
+
+
+@jax_funcify.register(Default)
+def _default(op: Default, **kwargs: Any) -> Callable[..., Any]:
+    # A JAX value is never None, so the default is never taken.
+    return lambda x, default: x
+
+
+@jax_funcify.register(CpuContiguous)
+def _cpu_contiguous(op: CpuContiguous, **kwargs: Any) -> Callable[..., Any]:
+    return lambda x: x
+
+
+@jax_funcify.register(PermuteRowElements)
+def _permute_row_elements(op: PermuteRowElements, **kwargs: Any) -> Callable[..., Any]:
+    def permute_row_elements(x: Any, y: Any, inverse: Any) -> Any:
+        shape = jnp.broadcast_shapes(x.shape[:-1], y.shape[:-1])
+        x = jnp.broadcast_to(x, shape + x.shape[-1:])
+        y = jnp.broadcast_to(y, shape + y.shape[-1:])
+        # out[..., y[i]] = x[..., i] is out = x taken at the inverse permutation argsort(y).
+        order = jnp.argsort(y, axis=-1) if static_ints((inverse,), "the inverse flag")[0] else y
+        return jnp.take_along_axis(x, order, axis=-1)
+
+    return permute_row_elements
+
+
+@jax_funcify.register(SearchsortedOp)
+def _searchsorted(op: SearchsortedOp, **kwargs: Any) -> Callable[..., Any]:
+    def searchsorted(x: Any, v: Any, sorter: Any = None) -> Any:
+        return jnp.searchsorted(x, v, side=op.side, sorter=sorter)
+
+    return searchsorted
+
+
+@jax_funcify.register(Convolve)
+def _convolve(op: Convolve, **kwargs: Any) -> Callable[..., Any]:
+    def convolve(a: Any, v: Any) -> Any:
+        return jnp.convolve(a, v, mode=op.mode)
+
+    return convolve
+
+
+@jax_funcify.register(TopKOp)
+def _top_k(op: TopKOp, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    # Positive k selects the largest entries, negative k the smallest; the order is unspecified.
+    def top_k(x: Any, k: Any) -> Any:
+        (k,) = static_ints((k,), "topk's k")
+        if k == 0 or abs(k) > x.shape[op.axis]:
+            raise InvalidValueError(f"node {node}: k={k} is not in 1..{x.shape[op.axis]} in magnitude")
+        moved = jnp.moveaxis(x, op.axis, -1)
+        values, indices = jax.lax.top_k(moved if k > 0 else -moved, abs(k))
+        values = values if k > 0 else -values
+        outputs = [values] * op.return_values + [indices] * op.return_indices
+        return _one_or_tuple([jnp.moveaxis(out, -1, op.axis) for out in outputs])
+
+    return top_k

@@ -1,0 +1,62 @@
+"""Scalar Ops whose Aesara lowering is missing: complex parts, rounding, range tests."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+from aesara.scalar.basic import Complex, ComplexFromPolar, InRange, Real, RoundHalfAwayFromZero
+from aesara.tensor.math import MulWithoutZeros
+
+from aejax.linker.dispatch.basic import jax_funcify
+
+
+@jax_funcify.register(Real)
+def _real(op: Real, **kwargs: Any) -> Callable[..., Any]:
+    return jnp.real
+
+
+@jax_funcify.register(Complex)
+def _complex(op: Complex, **kwargs: Any) -> Callable[..., Any]:
+    def complex_(real: Any, imag: Any) -> Any:
+        real, imag = jnp.broadcast_arrays(real, imag)
+        return jax.lax.complex(real, imag)
+
+    return complex_
+
+
+@jax_funcify.register(ComplexFromPolar)
+def _complex_from_polar(op: ComplexFromPolar, **kwargs: Any) -> Callable[..., Any]:
+    def complex_from_polar(radius: Any, angle: Any) -> Any:
+        return radius * jnp.exp(1j * angle)
+
+    return complex_from_polar
+
+
+@jax_funcify.register(RoundHalfAwayFromZero)
+def _round_half_away_from_zero(op: RoundHalfAwayFromZero, **kwargs: Any) -> Callable[..., Any]:
+    def round_half_away_from_zero(x: Any) -> Any:
+        return jnp.where(x > 0, jnp.floor(x + 0.5), jnp.ceil(x - 0.5))
+
+    return round_half_away_from_zero
+
+
+@jax_funcify.register(InRange)
+def _in_range(op: InRange, **kwargs: Any) -> Callable[..., Any]:
+    above = jnp.greater if op.openlow else jnp.greater_equal
+    below = jnp.less if op.openhi else jnp.less_equal
+
+    def in_range(x: Any, low: Any, high: Any) -> Any:
+        return above(x, low) & below(x, high)
+
+    return in_range
+
+
+@jax_funcify.register(MulWithoutZeros)
+def _mul_without_zeros(op: MulWithoutZeros, **kwargs: Any) -> Callable[..., Any]:
+    # A zero factor stands for "missing": the product of the others.
+    def mul_without_zeros(x: Any, y: Any) -> Any:
+        return jnp.where(x == 0, y, jnp.where(y == 0, x, x * y))
+
+    return mul_without_zeros

@@ -1,0 +1,119 @@
+"""Selections whose length depends on values: ``x[nonzero(mask)]`` inside jit.
+
+``nonzero`` of a traced array has a data-dependent length, which JAX cannot
+trace. aejax lowers it to a `Masked` value instead: a buffer as long as the
+mask, of which only the rows where the mask holds are the value (in order).
+Nodes that work row by row keep it masked without ever cutting it:
+
+- indexing with masked indices (``y[nonzero(mask)]``) gathers every row;
+- elementwise Ops compute every row (`elementwise`); rows outside the mask
+  are computed but never used;
+- reductions over the rows fill the others with the reduction's identity
+  (`reduction`);
+- ``set_subtensor``/``inc_subtensor`` at masked indices scatter only the
+  rows inside the mask;
+- checks only look at rows inside the mask.
+
+This is how aeppl's mixture log-densities (``logp[idx] = logprob(value[idx])``
+with ``idx = nonzero(eq(i, k))``) run inside jit. Any other consumer ends the
+jit program after the node that made the value, which is then cut to its
+length on the host, as for a `Ragged` trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import jax.numpy as jnp
+from aesara.graph.basic import Apply
+from aesara.tensor.elemwise import CAReduce, Elemwise
+
+from aejax.linker.errors import LoweringError
+from aejax.linker.ragged import Masked
+
+
+def nonzero_positions(a: Any) -> tuple[Masked, ...]:
+    """``nonzero(a)`` of a traced array: one masked coordinate vector per axis."""
+    mask = jnp.ravel(a) != 0
+    coordinates = jnp.unravel_index(jnp.arange(mask.shape[0]), jnp.shape(a))
+    return tuple(Masked(c.astype("int64"), mask) for c in coordinates)
+
+
+def share_one_mask(values: Sequence[Any]) -> bool:
+    """Whether the `Masked` among ``values`` were all selected by one mask."""
+    return len({id(v.mask) for v in values if isinstance(v, Masked)}) == 1
+
+
+def common_mask(values: Sequence[Any], node: Apply) -> Any:
+    """The one mask of the `Masked` among ``values``; a `LoweringError` if they differ."""
+    if not share_one_mask(values):
+        raise LoweringError(
+            f"node {node} combines selections made with different masks (x[nonzero(m)]); "
+            "their lengths are only known at run time",
+            node=node,
+        )
+    return next(v.mask for v in values if isinstance(v, Masked))
+
+
+def rows(value: Any) -> Any:
+    """The buffer of a `Masked` value; anything else as it is."""
+    return value.buffer if isinstance(value, Masked) else value
+
+
+def _along_rows(mask: Any, ndim: int) -> Any:
+    return jnp.reshape(mask, mask.shape + (1,) * (ndim - 1))
+
+
+def elementwise(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """An elementwise node on masked arguments: computed on every row, masked as they are."""
+    mask = common_mask(args, node)
+    out = fn(*[rows(a) for a in args])
+    if isinstance(out, (tuple, list)):
+        return type(out)(Masked(o, mask) for o in out)
+    return Masked(out, mask)
+
+
+def reduction(node: Apply, fn: Callable[..., Any], x: Masked) -> Any:
+    """A reduction of a masked value: rows outside the mask hold the identity."""
+    identity = getattr(node.op.scalar_op, "identity", None)
+    axes = range(x.buffer.ndim) if node.op.axis is None else node.op.axis
+    if identity is None or 0 not in axes:
+        raise LoweringError(
+            f"node {node} reduces a selection x[nonzero(m)] without reducing over its rows",
+            node=node,
+        )
+    filled = jnp.where(_along_rows(x.mask, x.buffer.ndim), x.buffer, jnp.asarray(identity, x.buffer.dtype))
+    return fn(filled)
+
+
+def holds(condition: Any) -> Any:
+    """A check's condition, true on the rows outside a `Masked` condition's mask."""
+    if not isinstance(condition, Masked):
+        return condition
+    return jnp.where(_along_rows(condition.mask, jnp.ndim(condition.buffer)), condition.buffer, True)
+
+
+def gather(x: Any, indices: Sequence[Any], node: Apply) -> Masked:
+    """``x[indices]`` for masked integer indices (one per leading axis)."""
+    mask = common_mask(indices, node)
+    return Masked(jnp.asarray(x)[tuple(rows(i) for i in indices)], mask)
+
+
+def scatter(x: Any, values: Any, indices: Sequence[Any], set_instead_of_inc: bool, node: Apply) -> Any:
+    """``x`` with ``values`` set at (or added to) masked integer ``indices``; other rows dropped."""
+    mask = common_mask([*indices, values], node)
+    x = jnp.asarray(x)
+    first = jnp.where(mask, rows(indices[0]), x.shape[0])
+    target = x.at[(first, *[rows(i) for i in indices[1:]])]
+    update = rows(values)
+    return target.set(update, mode="drop") if set_instead_of_inc else target.add(update, mode="drop")
+
+
+def is_elementwise(node: Apply) -> bool:
+    """Whether ``node`` computes its outputs element by element."""
+    return isinstance(node.op, Elemwise)
+
+
+def is_reduction(node: Apply) -> bool:
+    """Whether ``node`` is a reduction with a scalar Op (sum, product, max, ...)."""
+    return isinstance(node.op, CAReduce)

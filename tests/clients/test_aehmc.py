@@ -1,0 +1,123 @@
+"""aehmc's HMC on aejax: one deterministic piece compared exactly, and chains
+compared in distribution with chains run on Aesara's backend.
+
+The target is a 2-D Gaussian with correlation 0.5.
+"""
+
+import aesara
+import aesara.tensor as at
+import numpy as np
+from aehmc import hmc, integrators, metrics, trajectory
+from aesara.tensor.random.utils import RandomStream
+
+from tests.clients.helpers import (
+    assert_means_agree,
+    assert_same_at_points,
+    assert_sds_agree,
+    compile_pair,
+)
+
+MEAN = np.array([1.0, -2.0])
+COV = np.array([[1.0, 0.5], [0.5, 1.0]])
+PRECISION = np.linalg.inv(COV)
+STEP_SIZE = 0.25
+N_LEAPFROG = 6
+N_STEPS = 300
+BURN_IN = 50
+
+
+def logprob_fn(q):
+    d = q - MEAN
+    return -0.5 * at.dot(d, at.dot(PRECISION, d))
+
+
+def potential_fn(q):
+    return -logprob_fn(q)
+
+
+def test_potential_energy_and_leapfrog_trajectory_match_exactly():
+    """`hmc.new_state` (potential and its gradient) and a static velocity-Verlet trajectory."""
+    q = at.dvector("q")
+    p = at.dvector("p")
+    step_size = at.dscalar("step_size")
+    inverse_mass_matrix = at.dvector("inverse_mass_matrix")
+
+    _, energy, energy_grad = hmc.new_state(q, logprob_fn)
+    _, kinetic_energy_fn, _ = metrics.gaussian_metric(inverse_mass_matrix)
+    integrate = trajectory.static_integration(
+        integrators.velocity_verlet(potential_fn, kinetic_energy_fn), N_LEAPFROG
+    )
+    (q_new, p_new, energy_new, energy_grad_new), updates = integrate(q, p, energy, energy_grad, step_size)
+    assert not updates
+
+    outputs = [energy, energy_grad, q_new, p_new, energy_new, energy_grad_new, kinetic_energy_fn(p_new)]
+    points = [
+        (np.array([0.3, -1.2]), np.array([0.5, -0.1]), 0.25, np.array([1.0, 1.0])),
+        (np.array([2.0, 0.0]), np.array([-1.5, 0.7]), 0.1, np.array([0.5, 2.0])),
+    ]
+    assert_same_at_points([q, p, step_size, inverse_mass_matrix], outputs, points, rtol=1e-10)
+
+
+def hmc_transition(seed):
+    """One HMC transition ``(q, energy, energy_grad) -> (q', energy', energy_grad', p_accept)``."""
+    srng = RandomStream(seed)
+    q = at.dvector("q")
+    energy = at.dscalar("energy")
+    energy_grad = at.dvector("energy_grad")
+    step_size = at.dscalar("step_size")
+    inverse_mass_matrix = at.dvector("inverse_mass_matrix")
+
+    kernel = hmc.new_kernel(srng, logprob_fn)
+    (q_new, energy_new, energy_grad_new, p_accept, _), updates = kernel(
+        q, energy, energy_grad, step_size, inverse_mass_matrix, N_LEAPFROG
+    )
+    inputs = [q, energy, energy_grad, step_size, inverse_mass_matrix]
+    return inputs, [q_new, energy_new, energy_grad_new, p_accept], updates
+
+
+def run_chain(transition, initial_state, n_steps):
+    """Positions and acceptance probabilities of ``n_steps`` transitions."""
+    q, energy, energy_grad = initial_state
+    positions, accepts = [], []
+    for _ in range(n_steps):
+        q, energy, energy_grad, p_accept = transition(q, energy, energy_grad, STEP_SIZE, np.ones(2))
+        positions.append(q)
+        accepts.append(p_accept)
+    return np.array(positions), np.array(accepts)
+
+
+def test_hmc_chains_agree_with_reference():
+    inputs, outputs, updates = hmc_transition(seed=1234)
+    reference, candidate = compile_pair(inputs, outputs, updates=updates)
+
+    q0 = at.dvector("q0")
+    initial = aesara.function([q0], list(hmc.new_state(q0, logprob_fn)))(np.array([0.0, 0.0]))
+
+    # One transition: same types and shapes, a valid acceptance probability.
+    one_reference = reference(*initial, STEP_SIZE, np.ones(2))
+    one_candidate = candidate(*initial, STEP_SIZE, np.ones(2))
+    for e, g in zip(one_reference, one_candidate):
+        assert (np.asarray(g).dtype, np.shape(g)) == (np.asarray(e).dtype, np.shape(e))
+    assert 0.0 <= one_candidate[3] <= 1.0
+
+    # The shared generator advances: two calls from the same state differ.
+    again = candidate(*initial, STEP_SIZE, np.ones(2))
+    assert not np.array_equal(again[0], one_candidate[0]) or not np.array_equal(
+        again[3], one_candidate[3]
+    )
+
+    cand_q, cand_accept = run_chain(candidate, initial, N_STEPS)
+    ref_q, ref_accept = run_chain(reference, initial, N_STEPS)
+    ref_q, cand_q = ref_q[BURN_IN:], cand_q[BURN_IN:]
+
+    assert np.all(np.isfinite(cand_q)) and np.all(np.isfinite(cand_accept))
+    assert np.all((cand_accept >= 0) & (cand_accept <= 1))
+    # The two backends' chains agree with each other ...
+    assert_means_agree(ref_q, cand_q)
+    assert_sds_agree(ref_q, cand_q, ratio=1.35)
+    assert abs(np.mean(cand_accept) - np.mean(ref_accept)) < 0.1, (np.mean(ref_accept), np.mean(cand_accept))
+    # ... and both target the right distribution.
+    for draws in (ref_q, cand_q):
+        np.testing.assert_allclose(np.mean(draws, axis=0), MEAN, atol=0.4)
+        np.testing.assert_allclose(np.std(draws, axis=0), np.sqrt(np.diag(COV)), rtol=0.3)
+        np.testing.assert_allclose(np.corrcoef(draws.T)[0, 1], COV[0, 1], atol=0.15)

@@ -1,0 +1,108 @@
+"""Run-time checks on traced values raise the Op's own exception after the call."""
+
+import warnings
+
+import aesara
+import aesara.tensor as at
+import numpy as np
+import pytest
+from aesara.raise_op import Assert, CheckAndRaise
+
+import aejax.linker
+from aejax.linker.checks import CheckedProgram
+
+
+class NegativeScaleError(ValueError):
+    """A user's own exception class for a check."""
+
+
+def _positive(x):
+    return CheckAndRaise(NegativeScaleError, "scale must be positive")(x, at.all(x > 0))
+
+
+def _compile_both(inputs, outputs, **kwargs):
+    return [aesara.function(inputs, outputs, mode=mode, **kwargs) for mode in ("FAST_COMPILE", aejax.linker.mode)]
+
+
+@pytest.mark.parametrize("backend", ["reference", "aejax"])
+def test_traced_check_raises_the_ops_exception_with_its_message(backend):
+    x = at.dvector("x")
+    f = dict(zip(["reference", "aejax"], _compile_both([x], _positive(x) * 2)))[backend]
+    np.testing.assert_array_equal(f(np.ones(2)), [2.0, 2.0])
+    with pytest.raises(NegativeScaleError, match="scale must be positive"):
+        f(np.array([1.0, -1.0]))
+
+
+def test_assert_on_traced_value_raises_assertion_error():
+    x = at.dvector("x")
+    f = aesara.function([x], Assert("x sums to less than 10")(x, x.sum() < 10), mode=aejax.linker.mode)
+    np.testing.assert_array_equal(f(np.ones(3)), np.ones(3))
+    with pytest.raises(AssertionError, match="less than 10"):
+        f(np.full(3, 5.0))
+
+
+def test_failed_check_updates_no_shared_variable():
+    x = at.dvector("x")
+    counter = aesara.shared(np.float64(0.0), name="counter")
+    srng = at.random.RandomStream(7)
+    noise = srng.normal(size=2)
+    f = aesara.function(
+        [x], _positive(x) + noise, updates={counter: counter + 1}, mode=aejax.linker.mode
+    )
+    f(np.ones(2))
+    rng = srng.state_updates[0][0]
+    before = (counter.get_value(), rng.get_value(borrow=True).bit_generator.state)
+    with pytest.raises(NegativeScaleError):
+        f(-np.ones(2))
+    assert counter.get_value() == before[0]
+    assert rng.get_value(borrow=True).bit_generator.state == before[1]
+    f(np.ones(2))
+    assert counter.get_value() == before[0] + 1
+
+
+def test_check_inside_a_scan_raises():
+    xs = at.dvector("xs")
+    ys, _ = aesara.scan(lambda x, acc: acc + _positive(x), sequences=[xs], outputs_info=[at.as_tensor(np.float64(0.0))])
+    reference, ours = _compile_both([xs], ys[-1])
+    np.testing.assert_allclose(ours(np.arange(1.0, 4.0)), reference(np.arange(1.0, 4.0)))
+    with pytest.raises(NegativeScaleError):
+        ours(np.array([1.0, -2.0, 3.0]))
+
+
+def test_only_graphs_with_checks_are_compiled_with_them():
+    x = at.dvector("x")
+    plain = aesara.function([x], x * 2, mode=aejax.linker.mode)
+    checked = aesara.function([x], _positive(x) * 2, mode=aejax.linker.mode)
+    plain(np.ones(2))
+    checked(np.ones(2))
+    assert not plain.vm.jit_fn.segments[0].program.checked
+    assert checked.vm.jit_fn.segments[0].program.checked
+    assert not isinstance(plain.vm.jit_fn.segments[0].program._only, CheckedProgram)
+    assert isinstance(checked.vm.jit_fn.segments[0].program._only, CheckedProgram)
+
+
+def test_aeppl_parameter_check_raises():
+    aeppl = pytest.importorskip("aeppl")
+    from aeppl.logprob import ParameterValueError
+
+    mu, sigma = at.dscalars("mu", "sigma")
+    y = at.random.normal(mu, sigma, size=3)
+    logp, (value,) = aeppl.joint_logprob(y)
+    reference, ours = _compile_both([value, mu, sigma], logp)
+    point = (np.array([0.1, -0.3, 2.0]), 0.5, 1.5)
+    np.testing.assert_allclose(ours(*point), reference(*point))
+    for f in (reference, ours):
+        with pytest.raises(ParameterValueError, match="sigma > 0"):
+            f(point[0], 0.5, -1.0)
+
+
+def test_exported_graph_warns_that_it_cannot_raise():
+    import jax
+
+    x = at.dvector("x")
+    graph = aejax.linker.jaxify([x], _positive(x) * 2)
+    with pytest.warns(UserWarning, match="not checked"):
+        outputs, _ = jax.jit(graph.fn)(graph.state, np.ones(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(outputs, [2.0, 2.0])

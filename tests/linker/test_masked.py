@@ -1,0 +1,78 @@
+"""Selections ``x[nonzero(mask)]`` of traced masks run inside jit, as Aesara computes them."""
+
+import aesara
+import aesara.tensor as at
+import numpy as np
+import pytest
+from aesara.raise_op import Assert
+
+import aejax.linker
+from tests.reference import assert_matches_reference
+
+X = np.array([0.5, -1.0, 2.0, 3.5, -0.25])
+LABELS = np.array([0, 1, 1, 0, 1])
+
+
+@pytest.fixture
+def x_and_selection():
+    x, labels = at.dvector("x"), at.lvector("labels")
+    return x, labels, at.nonzero(at.eq(labels, 1))
+
+
+def _single_program(inputs, outputs, *args):
+    f = aesara.function(inputs, outputs, mode=aejax.linker.mode)
+    f(*args)
+    return len(f.vm.jit_fn.segments) == 1
+
+
+@pytest.mark.parametrize("update", [at.set_subtensor, at.inc_subtensor], ids=["set", "inc"])
+def test_update_at_selected_positions_from_selected_values(x_and_selection, update):
+    x, labels, idx = x_and_selection
+    out = update(at.ones_like(x)[idx], at.exp(x[idx]) * 2)
+    assert_matches_reference([x, labels], out, X, LABELS)
+    assert _single_program([x, labels], out, X, LABELS)
+
+
+def test_reduction_of_a_selection(x_and_selection):
+    x, labels, idx = x_and_selection
+    outputs = [at.sum(x[idx] ** 2), at.prod(x[idx]), at.max(x[idx])]
+    assert_matches_reference([x, labels], outputs, X, LABELS)
+
+
+def test_selection_as_an_output_is_cut_to_its_length(x_and_selection):
+    x, labels, idx = x_and_selection
+    assert_matches_reference([x, labels], x[idx] + 1, X, LABELS)
+
+
+def test_empty_selection(x_and_selection):
+    x, labels, idx = x_and_selection
+    assert_matches_reference([x, labels], [at.sum(x[idx]), at.set_subtensor(x[idx], 0.0)], X, np.zeros(5, "int64"))
+
+
+def test_selection_of_a_matrix_by_a_2d_mask():
+    m = at.dmatrix("m")
+    idx = at.nonzero(m > 0)
+    value = np.array([[1.0, -2.0, 3.0], [-4.0, 5.0, 0.0]])
+    assert_matches_reference([m], [at.set_subtensor(m[idx], at.log(m[idx])), at.sum(m[idx])], value)
+
+
+def test_check_on_selected_values_sees_only_the_selection(x_and_selection):
+    x, labels, idx = x_and_selection
+    checked = Assert("selected values are above -2")(x[idx], at.all(x[idx] > -2))
+    f = aesara.function([x, labels], at.sum(checked), mode=aejax.linker.mode)
+    np.testing.assert_allclose(f(X, LABELS), X[LABELS == 1].sum())
+    with pytest.raises(AssertionError, match="above -2"):
+        f(np.array([0.5, -1.0, -3.0, 3.5, -0.25]), LABELS)
+    np.testing.assert_allclose(f(np.array([-9.0, -1.0, 2.0, 3.5, -0.25]), LABELS), 0.75)
+
+
+def test_other_consumers_split_the_program(x_and_selection):
+    x, labels, idx = x_and_selection
+    outputs = [at.sort(x[idx]), x[idx].shape[0] * 2]
+    assert_matches_reference([x, labels], outputs, X, LABELS)
+
+
+def test_selections_with_different_masks_split_the_program(x_and_selection):
+    x, labels, idx = x_and_selection
+    other = at.nonzero(at.eq(labels, 0))
+    assert_matches_reference([x, labels], x[idx][:2] + x[other], X, LABELS)

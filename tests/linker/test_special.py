@@ -1,0 +1,84 @@
+"""Scalar and elementwise special functions under aejax's mode against the reference backend.
+
+The reference computes them with scipy; the grids reach the regions where a
+naive formula overflows, cancels or rounds (large ``x`` for ``erfcx``, ``y``
+near 0 and 2 for ``erfcinv``, large ``|x|`` for the Bessel functions).
+"""
+
+import aesara.scalar as aes
+import aesara.tensor as at
+import numpy as np
+import pytest
+from aesara.scalar.math import gammal, gammau, tri_gamma
+from aesara.tensor.elemwise import Elemwise
+
+from tests.reference import assert_matches_reference, compile_both
+
+ERFCX_X = np.linspace(-5.0, 30.0, 3501)
+ERFCINV_Y = np.concatenate([np.logspace(-300, 0, 301), np.linspace(0.0, 2.0, 401), 2 - np.logspace(-15, -1, 50)])
+BESSEL_X = np.concatenate([np.linspace(-60.0, 60.0, 2401), np.linspace(60.0, 5000.0, 500)])
+H, A = (g.ravel() for g in np.meshgrid(np.linspace(-12.0, 12.0, 49), np.linspace(-20.0, 20.0, 81)))
+
+
+def unary(name, function, values, rtol=1e-12):
+    return pytest.param(function, (values,), rtol, id=name)
+
+
+CASES = [
+    unary("erfcx", at.erfcx, ERFCX_X),
+    unary("erfcinv", at.erfcinv, ERFCINV_Y),
+    unary("j0", at.j0, BESSEL_X),
+    unary("j1", at.j1, BESSEL_X),
+    unary("trigamma", lambda x: Elemwise(tri_gamma)(x), np.linspace(0.1, 30.0, 300)),
+    unary("round half away from zero", at.round_half_away_from_zero, np.arange(-5.0, 5.0, 0.25)),
+    pytest.param(at.owens_t, (H, A), 1e-11, id="owens_t"),
+    pytest.param(lambda k, x: Elemwise(gammau)(k, x), (np.linspace(0.5, 8, 40), np.linspace(0.1, 12, 40)), 1e-10, id="gammau"),
+    pytest.param(lambda k, x: Elemwise(gammal)(k, x), (np.linspace(0.5, 8, 40), np.linspace(0.1, 12, 40)), 1e-10, id="gammal"),
+]
+
+
+@pytest.mark.parametrize("function, values, rtol", CASES)
+def test_special_function_matches_reference(function, values, rtol):
+    inputs = [at.dvector(f"x{i}") for i in range(len(values))]
+    assert_matches_reference(inputs, [function(*inputs)], *values, rtol=rtol)
+
+
+def test_special_functions_at_their_limits():
+    x = at.dvector("x")
+    limits = np.array([-np.inf, -30.0, 0.0, 1e300, np.inf])
+    assert_matches_reference([x], [at.erfcx(x), at.j0(x[2:4]), at.j1(x[2:4])], limits)
+    assert_matches_reference([x], [at.erfcinv(x)], np.array([-1.0, 0.0, 1.0, 2.0, 3.0]))
+    h, a = at.dvector("h"), at.dvector("a")
+    assert_matches_reference([h, a], [at.owens_t(h, a)], np.array([0.0, 0.0, 3.0, 50.0]), np.array([np.inf, 0.5, -np.inf, 2.0]))
+
+
+def test_float32_inputs_keep_float32():
+    x = at.fvector("x")
+    values = np.linspace(0.05, 1.9, 50).astype("float32")
+    assert_matches_reference([x], [at.erfcx(x), at.erfcinv(x), at.j0(x), at.j1(x)], values, rtol=2e-5)
+
+
+def test_integer_inputs_are_upcast():
+    n = at.ivector("n")
+    assert_matches_reference([n], [at.erfcx(n), at.j0(n)], np.arange(-3, 8, dtype="int32"), rtol=1e-12)
+
+
+def test_complex_parts():
+    x, y = at.dvector("x"), at.dvector("y")
+    z = at.complex(x, y)
+    polar = at.complex_from_polar(at.abs(x), y)
+    assert_matches_reference([x, y], [at.real(z * z), at.imag(z), at.real(polar), at.imag(polar)], np.linspace(-2, 2, 9), np.linspace(0, 3, 9))
+
+
+def test_composite_uses_our_scalar_lowerings():
+    xs, ys = aes.float64("xs"), aes.float64("ys")
+    composite = aes.Composite([xs, ys], [aes.erfcx(xs) * ys, aes.j0(xs) + aes.j1(ys)])
+    x, y = at.dvector("x"), at.dmatrix("y")
+    first, second = Elemwise(composite)(x, y)
+    assert_matches_reference([x, y], [first, second], np.linspace(-1, 5, 4), np.linspace(-2, 2, 12).reshape(3, 4), rtol=1e-11)
+
+
+def test_erfcx_follows_its_asymptotic_series_far_out():
+    x = at.dvector("x")
+    _, ours = compile_both([x], at.erfcx(x))
+    np.testing.assert_allclose(ours(np.array([40.0])), 1 / (40.0 * np.sqrt(np.pi)) * (1 - 1 / (2 * 40.0**2) + 3 / (4 * 40.0**4)), rtol=1e-9)
