@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.experimental import checkify
 
 _WARN, _DISCOVER, _FUNCTIONALIZED = "warn", "discover", "functionalized"
@@ -96,23 +97,31 @@ def discovering(traced_fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class CheckedProgram:
-    """``jax.jit`` of a traced function whose checks fail the call after it returns."""
+    """``jax.jit`` of a traced function whose checks fail the call after it returns.
+
+    Each call returns the outputs and one flag; only when the flag says a
+    check failed is the program run again, returning checkify's error, to
+    find which check it was (the error itself costs time to return).
+    """
 
     def __init__(self, traced_fn: Callable[..., tuple[Any, ...]]) -> None:
         checked = checkify.checkify(traced_fn)
 
-        def program(*args: Any) -> tuple[Any, Any, tuple[Any, ...]]:
-            error, outputs = _traced_in(_FUNCTIONALIZED, checked, args)
-            flags = [leaf for leaf in jax.tree_util.tree_leaves(error) if leaf.dtype == bool]
-            failed = jnp.any(jnp.stack(flags)) if flags else jnp.asarray(False)
-            return failed, error, outputs
+        def with_error(*args: Any) -> tuple[checkify.Error, tuple[Any, ...]]:
+            return _traced_in(_FUNCTIONALIZED, checked, args)
 
-        self._jitted = jax.jit(program)
+        def with_flag(*args: Any) -> tuple[Any, tuple[Any, ...]]:
+            error, outputs = with_error(*args)
+            flags = [leaf for leaf in jax.tree_util.tree_leaves(error) if leaf.dtype == bool]
+            return (jnp.any(jnp.stack(flags)) if flags else jnp.asarray(False)), outputs
+
+        self._with_flag = jax.jit(with_flag)
+        self._with_error = jax.jit(with_error)
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
-        failed, error, outputs = self._jitted(*args)
-        if failed:
-            raise failure(error)
+        failed, outputs = self._with_flag(*args)
+        if np.asarray(failed):  # bool() of a JAX array is several times slower
+            raise failure(self._with_error(*args)[0])
         return outputs
 
 
