@@ -68,7 +68,12 @@ def describe(value: Any) -> str:
     kind = f"{type(value).__module__}.{type(value).__qualname__}"
     if dtype is not None and shape is not None:
         return f"{kind} of dtype {dtype} and shape {tuple(shape)}"
-    text = repr(value)
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"{kind} of {value.bit_length()} bits"
+    try:
+        text = repr(value)
+    except ValueError:  # e.g. a container holding an int too long to print
+        return f"{kind} (too large to print)"
     return f"{kind} {text[:60]}{'...' if len(text) > 60 else ''}"
 
 

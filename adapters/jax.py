@@ -37,6 +37,7 @@ Random states
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import Any, Callable
 
 import jax
@@ -155,8 +156,9 @@ class PRNGKeyCodec:
     Besides the `StateCodec` methods it converts between host values and the
     key's raw ``uint32`` words (`encode_words` / `decode_words`), which a
     linker may pass across its jit boundary and wrap into a key inside the
-    traced function. It remembers the host values it decoded most recently,
-    so encoding one of them again, unchanged, costs a state comparison.
+    traced function. It remembers the ``recent_limit`` host values it decoded
+    most recently (behind a lock: one codec serves every thread), so encoding
+    one of them again, unchanged, costs a state comparison.
     Subclasses say which host object they build and how a key is embedded in
     its state.
     """
@@ -173,6 +175,7 @@ class PRNGKeyCodec:
         self.key_words = int(np.prod(shape))
         self.key_shape = tuple(shape)
         self._recent: dict[int, tuple[Any, Any, np.ndarray]] = {}
+        self._recent_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(impl={self.impl!r})"
@@ -189,7 +192,8 @@ class PRNGKeyCodec:
 
     def encode_words(self, host_value: Any, type: Any) -> np.ndarray:
         """The key data (``uint32``, shape ``key_shape``) of a host value."""
-        recent = self._recent.get(id(host_value))
+        with self._recent_lock:
+            recent = self._recent.get(id(host_value))
         if recent is not None and recent[0] is host_value and self.same_state(host_value, recent[1]):
             return recent[2]
         state = self.host_state(host_value, type)
@@ -204,9 +208,11 @@ class PRNGKeyCodec:
         if words.shape != self.key_shape:
             raise PayloadError(type, "key_data.shape", str(self.key_shape), words)
         host = self.host_from_state(self.embed(words.ravel()))
-        if len(self._recent) >= self.recent_limit:
-            self._recent.pop(next(iter(self._recent)))
-        self._recent[id(host)] = (host, self.raw_state(host), words)
+        remembered = (host, self.raw_state(host), words)
+        with self._recent_lock:
+            if len(self._recent) >= self.recent_limit:
+                self._recent.pop(next(iter(self._recent)))
+            self._recent[id(host)] = remembered
         return host
 
     def validate(self, backend_value: Any, type: Any) -> None:

@@ -38,6 +38,7 @@ from aejax.adapters.codec import (
     CodecNotFoundError,
     StateCodec,
 )
+from aejax.adapters.schemas import CodecSpec
 
 ENTRY_POINT_GROUP = "aejax.codecs"
 
@@ -102,6 +103,11 @@ class CodecRegistry:
             raise TypeError(
                 f"{codec!r} is not a StateCodec: it needs spec, encode, decode, "
                 "validate and payload_spec"
+            )
+        if not isinstance(codec.spec, CodecSpec):
+            raise TypeError(
+                f"the spec of {codec!r} is a {type(codec.spec).__name__}; it must be an "
+                "aejax.adapters.CodecSpec"
             )
         key = (codec.spec.backend, codec.spec.type)
         with self._lock:
@@ -191,6 +197,12 @@ class CodecRegistry:
         if not isinstance(codec, StateCodec):
             raise CodecLoadError(
                 f"codec plugin {name} from {_distribution(point)} is not a StateCodec"
+            )
+        if not isinstance(codec.spec, CodecSpec):
+            raise CodecLoadError(
+                f"codec plugin {name} = {point.value} from distribution {_distribution(point)} "
+                f"has a spec of type {type(codec.spec).__name__}; it must be an "
+                "aejax.adapters.CodecSpec"
             )
         if (codec.spec.backend, codec.spec.type) != key:
             raise CodecLoadError(

@@ -1,5 +1,10 @@
 """Round-trip a numpy Generator through aejax's JAX state codec.
 
+This is what happens to a shared random generator at every call of a
+function compiled with ``mode="AEJAX"``: the numpy ``Generator`` is encoded
+as a JAX PRNG key, JAX draws with it, and the advanced key is decoded back
+into a numpy ``Generator`` that Aesara's C backend can use next.
+
 Run: python examples/codec_roundtrip.py
 """
 
@@ -16,6 +21,7 @@ def main() -> None:
     host = np.random.default_rng(2024)
 
     key = codec.encode(host, rng_type)
+    print("A numpy Generator through aejax's JAX state codec and back, as at every call of an AEJAX function:")
     print(f"codec: {codec!r} for {rng_type}")
     print(f"numpy Generator(PCG64, seed 2024) -> JAX key {jax.random.key_data(key).tolist()}")
 
@@ -27,8 +33,8 @@ def main() -> None:
     print(f"advanced key -> numpy {type(back).__name__}({type(back.bit_generator).__name__})")
     again = codec.encode(back, rng_type)
     same = jax.random.key_data(again).tolist() == jax.random.key_data(new_key).tolist()
-    print(f"encode(decode(key)) == key: {same}")
     print(f"numpy draws from the decoded generator: {back.normal(size=3).round(4).tolist()}")
+    print(f"the decoded generator encodes back to the same key, encode(decode(key)) == key: {'yes' if same else 'no'}")
 
 
 if __name__ == "__main__":

@@ -9,21 +9,30 @@ Importing it registers the mode ``"AEJAX"``::
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.dispatch.callback import CallbackWarning
 from aejax.linker.export import JaxGraph, jaxify
-from aejax.linker.errors import AejaxLinkerError, InputValueError, LoweringError
+from aejax.linker.errors import (
+    AejaxLinkerError,
+    AllocationError,
+    IndexOutOfBoundsError,
+    InputValueError,
+    LoweringError,
+)
 from aejax.linker.linker import JAXCodecLinker
 from aejax.linker.mode import MODE_NAME, mode, use_for_aesara_jax_mode
 from aejax.linker.rewrites import JAX_REWRITES, ScanKeepLast
-from aejax.linker.static_inputs import ShapeInputWarning, StaticInputProgram
+from aejax.linker.static_inputs import RecompileWarning, ShapeInputWarning, StaticInputProgram
 
 __all__ = [
     "JAX_REWRITES",
     "MODE_NAME",
     "AejaxLinkerError",
+    "AllocationError",
     "CallbackWarning",
+    "IndexOutOfBoundsError",
     "InputValueError",
     "JAXCodecLinker",
     "JaxGraph",
     "LoweringError",
+    "RecompileWarning",
     "ShapeInputWarning",
     "ScanKeepLast",
     "StaticInputProgram",

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify
 
-_WARN, _DISCOVER, _FUNCTIONALIZED = "warn", "discover", "functionalized"
+_WARN, _DISCOVER, _FUNCTIONALIZED, _SHAPES_ONLY = "warn", "discover", "functionalized", "shapes only"
 _CONTEXT = contextvars.ContextVar("aejax_checks", default=_WARN)
 _MESSAGE = re.compile(r"aejax check (\d+)\b")
 
@@ -66,6 +66,8 @@ def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
     is skipped.
     """
     context = _CONTEXT.get()
+    if context == _SHAPES_ONLY:
+        return
     if context == _DISCOVER:
         raise NeedsChecks(message)
     if context == _WARN:
@@ -76,7 +78,8 @@ def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
         )
         return
     number = CHECKS.number(exc_type, message)
-    checkify.check(jnp.all(condition), f"aejax check {number}: {message}")
+    escaped = message.replace("{", "{{").replace("}", "}}")  # checkify formats its message
+    checkify.check(jnp.all(condition), f"aejax check {number}: {escaped}")
 
 
 def _traced_in(context: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
@@ -85,6 +88,11 @@ def _traced_in(context: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> A
         return fn(*args)
     finally:
         _CONTEXT.reset(token)
+
+
+def shapes_only(fn: Callable[..., Any], *args: Any) -> Any:
+    """``jax.eval_shape(fn, *args)``, its checks skipped: only its output shapes are wanted."""
+    return _traced_in(_SHAPES_ONLY, lambda *values: jax.eval_shape(fn, *values), args)
 
 
 def discovering(traced_fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -55,3 +55,11 @@ class InvalidValueError(AejaxLinkerError, ValueError):
     For example a Scan sequence shorter than the number of steps. It passes
     through the lowering unchanged, like Aesara's own error for the case.
     """
+
+
+class IndexOutOfBoundsError(InvalidValueError, IndexError):
+    """A concrete index is outside the axis it indexes (where Aesara raises `IndexError`)."""
+
+
+class AllocationError(InvalidValueError, MemoryError):
+    """A value would need more memory than there is (e.g. a Scan's traces for its ``n_steps``)."""

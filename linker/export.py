@@ -17,7 +17,7 @@ import aesara
 from aesara.compile.sharedvalue import SharedVariable
 from aesara.graph.basic import Variable, ancestors
 
-from aejax.adapters import StateCodec, codec_for
+from aejax.adapters import CodecError, StateCodec, codec_for
 from aejax.linker.errors import LoweringError, variable_name
 from aejax.linker.linker import BACKEND
 from aejax.linker.lowering import LoweredGraph
@@ -41,7 +41,10 @@ class JaxGraph:
     Attributes
     ----------
     fn
-        ``fn(state, *inputs) -> (outputs, new_state)``, traceable by JAX.
+        ``fn(state, *inputs) -> (outputs, new_state)``, traceable by JAX. It
+        raises `TypeError` when given the wrong number of inputs, or a state
+        whose names or kinds of values (arrays, PRNG keys) are not those of
+        `state`.
     state
         The initial state: the shared variables' values in JAX form, by name.
     shared
@@ -53,10 +56,40 @@ class JaxGraph:
     shared: dict[str, SharedVariable] = field(repr=False)
 
     def store(self, state: State) -> None:
-        """Write ``state`` back into the shared variables (decoded to host values)."""
+        """Write ``state`` (all entries or some) back into the shared variables, as host values.
+
+        Every entry is checked and decoded before any is written: if one is
+        wrong, the error names it and no shared variable changes.
+        """
+        try:
+            check_state(state, self.shared, complete=False)
+        except TypeError as error:
+            raise TypeError(f"{error}; nothing was stored") from error
         for name, value in state.items():
             var = self.shared[name]
             var.set_value(codec_for(BACKEND, var.type).decode(value, var.type), borrow=True)
+
+
+def check_state(state: Any, shared: dict[str, SharedVariable], complete: bool) -> None:
+    """Raise `TypeError` unless ``state`` maps names of ``shared`` to valid values of their kind.
+
+    With ``complete``, every name of ``shared`` must be there.
+    """
+    if not isinstance(state, dict):
+        raise TypeError(f"the state must be a dict with the entries {sorted(shared)}, got {type(state).__name__}")
+    unknown = sorted(set(state) - set(shared))
+    missing = sorted(set(shared) - set(state)) if complete else []
+    if unknown or missing:
+        raise TypeError(
+            f"the state has the entries {sorted(state)}; expected {sorted(shared)} "
+            f"(unknown: {unknown or 'none'}, missing: {missing or 'none'})"
+        )
+    for name, value in state.items():
+        var = shared[name]
+        try:
+            codec_for(BACKEND, var.type).validate(value, var.type)
+        except CodecError as error:
+            raise TypeError(f"state entry {name!r}: {error}") from error
 
 
 def with_static_hint(error: LoweringError, inputs: Sequence[Variable], explicit: Sequence[int]) -> LoweringError:
@@ -110,7 +143,13 @@ def jaxify(inputs: Sequence[Variable], outputs: Any, updates: Any = None) -> Jax
     lowered = LoweredGraph(fgraph.inputs, fgraph.outputs, compiled.vm.jit_fn.steps)
     explicit = [i for i in range(len(specs)) if not specs[i].shared]
 
+    shared_by_name = dict(zip(names, shared))
+    arg_names = ", ".join(variable_name(specs[i].variable) for i in explicit)
+
     def fn(state: State, *args: Any) -> tuple[Any, State]:
+        if len(args) != len(explicit):
+            raise TypeError(f"fn(state, {arg_names}) takes {len(explicit)} input(s) after the state, got {len(args)}")
+        check_state(state, shared_by_name, complete=True)
         values: list[Any] = [None] * len(specs)
         for position, arg in zip(explicit, args):
             values[position] = arg
@@ -135,4 +174,4 @@ def jaxify(inputs: Sequence[Variable], outputs: Any, updates: Any = None) -> Jax
         name: codec.encode(var.get_value(borrow=True), var.type)
         for name, var, codec in zip(names, shared, codecs)
     }
-    return JaxGraph(fn=fn, state=state, shared=dict(zip(names, shared)))
+    return JaxGraph(fn=fn, state=state, shared=shared_by_name)

@@ -44,15 +44,22 @@ class BoundaryValue:
         """The host value in the storage cell, in boundary form."""
         try:
             return self._encode(self.storage[0], self._type)
-        except CodecError as error:
-            raise InputValueError(f"input {variable_name(self.variable)!r}: {error}") from error
+        except Exception as error:
+            raise self.failure("input", error) from error
 
     def decode(self, value: Any) -> Any:
         """A boundary-form output as a host value."""
         try:
             return self._decode(value, self._type)
-        except CodecError as error:
-            raise InputValueError(f"output {variable_name(self.variable)!r}: {error}") from error
+        except Exception as error:
+            raise self.failure("output", error) from error
+
+    def failure(self, role: str, error: Exception) -> InputValueError:
+        """``error`` of the codec, as an `InputValueError` naming the variable (and the codec, if it is a bug)."""
+        reason = str(error) if isinstance(error, CodecError) else (
+            f"codec {self.codec!r} failed with {type(error).__name__}: {error}"
+        )
+        return InputValueError(f"{role} {variable_name(self.variable)!r}: {reason}")
 
     def enter(self, value: Any) -> Any:
         """Boundary form -> the value inside the traced function."""

@@ -111,14 +111,18 @@ def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: Any, stops_
     ``offset`` initial rows precede the first write. A buffer that wrapped is
     rotated oldest-first; a longer one is zero-padded and, when the loop
     ``stops_early`` (``until``), cut by the steps it did not run (a run-time
-    length).
+    length). A buffer long enough for every step never wraps: it is already
+    in order, and the rows after the last write are cut or never written.
     """
     size = buffer.shape[0]
     filled = steps + offset
-    rotated = jnp.roll(buffer, -(filled % size), axis=0)
-    rows = jnp.arange(size).reshape((size,) + (1,) * (buffer.ndim - 1))
-    padded = jnp.where(rows < filled, buffer, jnp.zeros_like(buffer))
-    laid_out = jnp.where(filled > size, rotated, padded)
+    if isinstance(max_steps, int) and size >= offset + max_steps:
+        laid_out = buffer
+    else:
+        rotated = jnp.roll(buffer, -(filled % size), axis=0)
+        rows = jnp.arange(size).reshape((size,) + (1,) * (buffer.ndim - 1))
+        padded = jnp.where(rows < filled, buffer, jnp.zeros_like(buffer))
+        laid_out = jnp.where(filled > size, rotated, padded)
     if size <= offset + 1 or not stops_early:
         return laid_out
     length = jnp.where(filled < size, size - (max_steps - steps), size)

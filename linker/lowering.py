@@ -34,9 +34,9 @@ from aesara.tensor.type import TensorType
 
 from aejax.linker.checks import NeedsChecks
 from aejax.linker.concrete import is_shape_failure, is_traced
-from aejax.linker.errors import InvalidValueError, LoweringError, NodeTypeError, NodeValueError
+from aejax.linker.errors import InvalidValueError, LoweringError, NodeTypeError, NodeValueError, NotStaticError
 from aejax.linker import masked
-from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged
+from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, RangeRows
 
 FOLD_LIMIT = 64
 """Largest number of elements a value may have to be computed with numpy while tracing."""
@@ -188,7 +188,8 @@ class LoweredGraph:
     Calling it returns the tuple of outputs. A value of run-time length may
     be a graph output, or the input of a lowering that accepts it: a `Ragged`
     trace where the lowering says ``accepts_ragged`` (e.g. indexing its last
-    row), a `Masked` selection where it says ``accepts_masked`` or the node
+    row), a `RangeRows` where it says ``accepts_range`` (a Scan sequence; any
+    other use needs the range's bounds while tracing), a `Masked` selection where it says ``accepts_masked`` or the node
     works row by row (`aejax.linker.masked`). Any other consumer raises
     `NeedsSplit`, asking the linker to end the jit program after the node
     that made it.
@@ -217,6 +218,8 @@ def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence
     for var, arg in zip(node.inputs, args):
         if isinstance(arg, Ragged) and not getattr(fn, "accepts_ragged", False):
             raise NeedsSplit(var.owner)
+        if isinstance(arg, RangeRows) and not getattr(fn, "accepts_range", False):
+            return _needing_bounds(var)
     if not any(isinstance(arg, Masked) for arg in args) or getattr(fn, "accepts_masked", False):
         return fn
     if masked.is_elementwise(node) and masked.share_one_mask(args):
@@ -224,6 +227,13 @@ def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence
     if masked.is_reduction(node):
         return lambda x: masked.reduction(node, fn, x)
     raise NeedsSplit(next(var.owner for var, arg in zip(node.inputs, args) if isinstance(arg, Masked)))
+
+
+def _needing_bounds(var: Variable) -> Callable[..., Any]:
+    def needs_bounds(*args: Any) -> Any:
+        raise NotStaticError(f"the bounds of the arange {var} must be known while tracing")
+
+    return needs_bounds
 
 
 def lookup(env: dict[Variable, Any], var: Variable) -> Any:

@@ -4,21 +4,30 @@ Normally the whole graph is one `StaticInputProgram`. When a node returns a
 value of run-time length (the trace of an ``until`` loop, a selection
 ``x[nonzero(m)]``; `aejax.linker.ragged`) that other
 nodes consume, the graph is split after that node: the value leaves the jit
-program, is trimmed on the host, and enters the next program, which JAX
-compiles per trimmed length. The split points are found the first time a
+program and enters the next one. The split points are found the first time a
 program is traced, as static inputs are.
+
+So that a long run compiles O(log n) programs rather than one per length,
+such a value enters the next program *bucketed*: its rows padded to the next
+power of two, as a `Masked` value whose mask holds on the first ``length``
+rows. Nodes that work row by row (`aejax.linker.masked`) take it as it is;
+if another node needs it, the value enters cut to its exact length instead
+(one program per length, bounded by the program cache).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
+import jax.numpy as jnp
+import numpy as np
 from aesara.graph.basic import Apply, Constant, Variable
 
 from aejax.linker.errors import LoweringError
 from aejax.linker.lowering import LoweredGraph, Step, lookup
-from aejax.linker.ragged import RUN_TIME_LENGTH, NeedsSplit, trimmed
+from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, trimmed
 from aejax.linker.static_inputs import StaticInputProgram
 
 
@@ -41,8 +50,45 @@ class Segment:
     program: StaticInputProgram
 
 
+@dataclass(frozen=True)
+class Plan:
+    """Where the graph is split, which values enter cut to their exact length, and the segments."""
+
+    split_after: frozenset[Apply] = frozenset()
+    exact: frozenset[Variable] = frozenset()
+    segments: list[Segment] = field(default_factory=list)
+
+
+def bucket_size(length: int) -> int:
+    """The number of rows a value of ``length`` rows is padded to: the next power of two."""
+    return 1 if length <= 1 else 1 << (length - 1).bit_length()
+
+
+def on_host(value: Any) -> Any:
+    """A value of run-time length cut to its length as a numpy array; anything else as it is.
+
+    A `Ragged` buffer is cut in numpy: cutting a JAX array would compile one
+    slice per length.
+    """
+    if isinstance(value, Ragged):
+        return np.asarray(value.buffer)[: int(value.length)]
+    return trimmed(value)
+
+
+def bucketed(value: Any) -> Ragged:
+    """A value of run-time length, cut on the host and padded to `bucket_size` rows."""
+    rows = np.asarray(on_host(value))
+    padded = np.zeros((bucket_size(len(rows)),) + rows.shape[1:], rows.dtype)
+    padded[: len(rows)] = rows
+    return Ragged(padded, np.int64(len(rows)))
+
+
 class GraphProgram:
-    """Run a lowered graph with values in their jit-boundary form."""
+    """Run a lowered graph with values in their jit-boundary form.
+
+    Safe to call from several threads: the plan is replaced as a whole, and
+    a thread whose plan went out of date meanwhile runs again with the new one.
+    """
 
     def __init__(
         self,
@@ -58,39 +104,58 @@ class GraphProgram:
         self.input_cells = list(entries)
         self.output_cells = list(exits)
         self._entry_of = dict(zip(self.inputs, entries))
-        self.split_after: set[Apply] = set()
-        self.segments = self._plan()
+        self._lock = threading.Lock()
+        self.plan = Plan(segments=self._segments(frozenset(), frozenset()))
+
+    @property
+    def segments(self) -> list[Segment]:
+        """The jit programs, in order."""
+        return self.plan.segments
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         while True:
+            plan = self.plan
             try:
-                if len(self.segments) == 1:
-                    results = self.segments[0].program(*args)
-                    return tuple(map(trimmed, results)) if any(isinstance(r, RUN_TIME_LENGTH) for r in results) else results
-                return self._run_segments(args)
+                if len(plan.segments) == 1:
+                    results = plan.segments[0].program(*args)
+                    return tuple(map(on_host, results)) if any(isinstance(r, RUN_TIME_LENGTH) for r in results) else results
+                return self._run_segments(plan, args)
             except NeedsSplit as split:
-                if split.node in self.split_after:
-                    raise LoweringError(f"splitting after node {split.node} did not help", node=split.node) from split
-                self.split_after.add(split.node)
-                self.segments = self._plan()
+                self._split(plan, split)
 
-    def _run_segments(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    def _split(self, plan: Plan, split: NeedsSplit) -> None:
+        with self._lock:
+            if self.plan is not plan:
+                return  # another thread changed the plan meanwhile
+            node = split.node
+            if node not in plan.split_after:
+                split_after, exact = plan.split_after | {node}, plan.exact
+            elif not set(node.outputs) <= plan.exact:
+                split_after, exact = plan.split_after, plan.exact | set(node.outputs)
+            else:
+                raise LoweringError(f"splitting after node {node} did not help", node=node) from split
+            self.plan = Plan(split_after, exact, self._segments(split_after, exact))
+
+    def _run_segments(self, plan: Plan, args: tuple[Any, ...]) -> tuple[Any, ...]:
         env = {var: self._entry_of[var].enter(arg) for var, arg in zip(self.inputs, args)}
-        for segment in self.segments:
+        for segment in plan.segments:
             results = segment.program(*[lookup(env, v) for v in segment.inputs])
-            env.update((v, trimmed(r)) for v, r in zip(segment.outputs, results))
-        return tuple(exit.leave(lookup(env, v)) for exit, v in zip(self.output_cells, self.outputs))
+            env.update(
+                (v, (on_host(r) if v in plan.exact else bucketed(r)) if isinstance(r, RUN_TIME_LENGTH) else r)
+                for v, r in zip(segment.outputs, results)
+            )
+        return tuple(exit.leave(on_host(lookup(env, v))) for exit, v in zip(self.output_cells, self.outputs))
 
-    def _plan(self) -> list[Segment]:
+    def _segments(self, split_after: frozenset[Apply], exact: frozenset[Variable]) -> list[Segment]:
         groups: list[list[Step]] = [[]]
         for step in self.steps:
             groups[-1].append(step)
-            if step[0] in self.split_after:
+            if step[0] in split_after:
                 groups.append([])
         groups = [g for g in groups if g] or [[]]
         if len(groups) == 1:
             return [self._whole_graph(groups[0])]
-        return [self._segment(i, groups) for i in range(len(groups))]
+        return [self._segment(i, groups, exact) for i in range(len(groups))]
 
     def _whole_graph(self, steps: list[Step]) -> Segment:
         inner = LoweredGraph(self.inputs, self.outputs, steps)
@@ -103,7 +168,7 @@ class GraphProgram:
 
         return Segment(self.inputs, self.outputs, StaticInputProgram(self.inputs, boundary_fn))
 
-    def _segment(self, index: int, groups: list[list[Step]]) -> Segment:
+    def _segment(self, index: int, groups: list[list[Step]], exact: frozenset[Variable]) -> Segment:
         steps = groups[index]
         made = {out for node, _ in steps for out in node.outputs}
         later = {v for group in groups[index + 1 :] for node, _ in group for v in node.inputs}
@@ -111,7 +176,30 @@ class GraphProgram:
         inputs = [v for v in needed if v not in made and not isinstance(v, Constant)]
         outputs = [v for v in _unique(o for node, _ in steps for o in node.outputs) if v in later or v in self.outputs]
         inner = LoweredGraph(inputs, outputs, steps)
-        return Segment(inputs, outputs, StaticInputProgram(inputs, inner))
+
+        def segment_fn(*values: Any) -> tuple[Any, ...]:
+            return inner(*masked_inputs(inputs, values))
+
+        return Segment(inputs, outputs, StaticInputProgram(inputs, segment_fn))
+
+
+def masked_inputs(inputs: Sequence[Variable], values: Sequence[Any]) -> list[Any]:
+    """``values`` with each bucketed `Ragged` value as a `Masked` one (inside jit).
+
+    The outputs of one node share one mask, as values that one selection made
+    do, so row-by-row nodes may combine them.
+    """
+    masks: dict[tuple[Any, int], Any] = {}
+    entered = []
+    for var, value in zip(inputs, values):
+        if isinstance(value, Ragged):
+            rows = value.buffer.shape[0]
+            key = (var.owner, rows)
+            if key not in masks:
+                masks[key] = jnp.arange(rows) < value.length
+            value = Masked(value.buffer, masks[key])
+        entered.append(value)
+    return entered
 
 
 def _unique(values: Any) -> list[Any]:

@@ -34,13 +34,17 @@ from __future__ import annotations
 from typing import Any
 
 import aesara.tensor as at
-from aesara.graph.basic import Variable
+from aesara.graph.basic import Variable, ancestors
 from aesara.graph.fg import FunctionGraph
-from aesara.graph.rewriting.basic import NodeRewriter, in2out
+from aesara.graph.rewriting.basic import NodeRewriter, SequentialGraphRewriter, in2out
 from aesara.graph.rewriting.db import RewriteDatabaseQuery
+from aesara.raise_op import CheckAndRaise
 from aesara.scan.op import Scan
 from aesara.tensor.exceptions import NotScalarConstantError
-from aesara.tensor.basic import AllocEmpty
+from aesara.scalar.basic import Cast
+from aesara.tensor.basic import AllocEmpty, ScalarFromTensor, TensorFromScalar
+from aesara.tensor.elemwise import Elemwise
+from aesara.tensor.shape import Shape, Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor, get_constant_idx
 
 from aejax.linker.scan_layout import ScanLayout
@@ -56,8 +60,12 @@ def _constant_index(client: Any) -> list[Any] | None:
         return None
 
 
-def last_row_reads(fgraph: FunctionGraph, var: Variable) -> list[Variable] | None:
-    """The ``var[-1]`` (or ``var[k:][-1]``) variables, if they are all that uses ``var``."""
+LastRowRead = tuple[Variable, int]
+"""A variable ``var[k:][-1]`` that reads the last row of ``var``, and its ``k`` (0 for ``var[-1]``)."""
+
+
+def last_row_reads(fgraph: FunctionGraph, var: Variable, skipped: int = 0) -> list[LastRowRead] | None:
+    """The ``var[-1]`` (or ``var[k:][-1]``) reads, if they are all that uses ``var`` (maybe none)."""
     reads = []
     for client, _ in fgraph.clients[var]:
         index = _constant_index(client)
@@ -65,15 +73,27 @@ def last_row_reads(fgraph: FunctionGraph, var: Variable) -> list[Variable] | Non
             return None
         first = index[0]
         if first == -1:
-            reads.append(client.outputs[0])
+            reads.append((client.outputs[0], skipped))
         elif isinstance(first, slice) and first.stop is None and first.step is None and len(index) == 1:
-            tails = last_row_reads(fgraph, client.outputs[0])
+            tails = last_row_reads(fgraph, client.outputs[0], skipped + max(int(first.start or 0), 0))
             if tails is None:
                 return None
             reads.extend(tails)
         else:
             return None
-    return reads or None
+    return reads
+
+
+def last_row(buffer: Variable, n_steps: Variable, rows_needed: int) -> Variable:
+    """``buffer[-1]`` of a shrunk buffer, failing as the full one would when it is too short.
+
+    The full buffer had too few rows for the read when the Scan ran fewer than
+    ``rows_needed`` steps; the shrunk one always has its initial rows.
+    """
+    if rows_needed <= 0:
+        return buffer[-1]
+    message = "index -1 is out of bounds: the Scan ran too few steps for its last value"
+    return CheckAndRaise(IndexError, message)(buffer[-1], at.ge(n_steps, rows_needed))
 
 
 def initial_rows(buffer: Variable, width: int) -> Variable:
@@ -106,32 +126,93 @@ class ScanKeepLast(NodeRewriter):
             return False
         layout = ScanLayout.of(node.op)
         inputs = list(node.inputs)
-        shrunk: dict[int, list[Variable]] = {}
+        shrunk: dict[int, tuple[list[LastRowRead], int]] = {}
         for k, width in enumerate(layout.sot_windows()):
             out = layout.sot_output_index(k)
             reads = last_row_reads(fgraph, node.outputs[out])
             if reads is not None:
                 position = layout.sot_input_index(k)
                 inputs[position] = initial_rows(inputs[position], width)
-                shrunk[out] = reads
+                shrunk[out] = (reads, width)
         for k in range(layout.n_nit_sot):
             out = layout.nit_sot_output_index(k)
             reads = last_row_reads(fgraph, node.outputs[out])
             if reads is not None:
                 position = layout.nit_sot_input_index(k)
                 inputs[position] = at.as_tensor_variable(1, dtype=node.inputs[position].dtype)
-                shrunk[out] = reads
+                shrunk[out] = (reads, 0)
         if not shrunk:
             return False
         new = node.op.make_node(*inputs)
         replacements: dict[Variable, Variable] = {}
         for index, (old, fresh) in enumerate(zip(node.outputs, new.outputs)):
             if index in shrunk:
-                replacements.update((read, fresh[-1]) for read in shrunk[index])
+                reads, width = shrunk[index]
+                replacements.update((read, last_row(fresh, node.inputs[0], k + 1 - width)) for read, k in reads)
             else:
                 replacements[old] = fresh
         return replacements
 
+
+class ScanSequencesUncut(NodeRewriter):
+    """Give a Scan ``x`` where it was given the sequence ``x[:stop]``.
+
+    A Scan reads only its first ``n_steps`` rows of a sequence, so cutting the
+    sequence first changes nothing but its length check, while the cut's
+    length may be known only at run time (``aesara.scan`` cuts every sequence
+    to ``n_steps``). The Scan lowering checks ``x`` against ``n_steps`` itself;
+    ``x`` is shorter than ``n_steps`` exactly when ``x[:stop]`` is. Counts
+    computed from shapes are concrete while tracing, so those cuts stay.
+    """
+
+    def tracks(self) -> list[type]:
+        return [Scan]
+
+    def transform(self, fgraph: FunctionGraph, node: Any, *args: Any, **kwargs: Any) -> list[Variable] | bool:
+        if not isinstance(node.op, Scan) or _from_shapes(node.inputs[0]):
+            return False
+        layout = ScanLayout.of(node.op)
+        inputs = list(node.inputs)
+        for position in range(1, 1 + layout.n_seqs):
+            inputs[position] = _uncut(inputs[position], node.inputs[0])
+        if inputs == node.inputs:
+            return False
+        return node.op.make_node(*inputs).outputs
+
+
+def _uncut(seq: Variable, n_steps: Variable) -> Variable:
+    """``x`` for a sequence ``x[:stop]`` whose stop is the Scan's ``n_steps``; else ``seq``."""
+    node = seq.owner
+    if node is None or not isinstance(node.op, Subtensor) or len(node.op.idx_list) != 1:
+        return seq
+    cut = node.op.idx_list[0]
+    if not isinstance(cut, slice) or cut.start is not None or cut.step is not None or cut.stop is None:
+        return seq
+    return node.inputs[0] if _unwrapped(node.inputs[1]) is _unwrapped(n_steps) else seq
+
+
+def _from_shapes(count: Variable) -> bool:
+    """Whether ``count`` is computed from shapes (so concrete while tracing)."""
+    return any(
+        v.owner is not None and isinstance(v.owner.op, (Shape, Shape_i)) for v in ancestors([count])
+    )
+
+
+def _unwrapped(count: Variable) -> Variable:
+    """``count`` without the scalar/tensor conversions and casts around it."""
+    while count.owner is not None and isinstance(count.owner.op, (ScalarFromTensor, TensorFromScalar, Elemwise)):
+        if isinstance(count.owner.op, Elemwise) and not isinstance(count.owner.op.scalar_op, Cast):
+            break
+        count = count.owner.inputs[0]
+    return count
+
+
+scan_rewrites = SequentialGraphRewriter(
+    in2out(ScanSequencesUncut(), name="scan_sequences_uncut", ignore_newtrees=True),
+    in2out(ScanKeepLast(), name="scan_keep_last", ignore_newtrees=True),
+)
+"""aejax's Scan rewrites over a whole graph, one pass each (each leaves the Scans it
+makes alone); the Scan lowering also runs them on Scans' inner graphs."""
 
 EARLY_POSITION = -1.0
 """Where aejax's own rewrites run among Aesara's: before ``merge1`` (position 0)."""
@@ -139,7 +220,7 @@ EARLY_POSITION = -1.0
 JAX_REWRITES = RewriteDatabaseQuery(
     include=["fast_run", "jax_boolean_indexing_sum"],
     exclude=["cxx_only", "BlasOpt", "inplace", "fusion", "scan_save_mem"],
-    extra_rewrites=[(in2out(ScanKeepLast(), name="scan_keep_last", ignore_newtrees=True), EARLY_POSITION)],
+    extra_rewrites=[(scan_rewrites, EARLY_POSITION)],
 )
 """The rewrite query of the ``"AEJAX"`` mode; ``mode.including(...)`` and
 ``mode.excluding(...)`` refine it as for any Aesara mode."""

@@ -3,14 +3,22 @@
 JAX needs static shapes; Aesara decides shapes at run time. When tracing fails
 on a node that depends on integer scalar inputs of the graph (``x[:a]``,
 ``alloc(0, n * 2)``, a scan's ``n_steps``), those inputs are made static: one
-program is compiled per distinct value and kept in a cache, and a
-`ShapeInputWarning` names each such input once.
+program is compiled per distinct value, and a `ShapeInputWarning` names each
+such input once.
+
+Programs are kept per value of the static inputs and per shape of the other
+inputs in a `ProgramCache` of `StaticInputProgram.cache_size` entries (least
+recently used out); a function that keeps recompiling warns once with a
+`RecompileWarning`. Discovery (which inputs are static, whether the graph has
+run-time checks) is safe when several threads make first calls at once.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import warnings
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -24,6 +32,7 @@ from aesara.tensor.type import TensorType
 
 from aejax.linker.checks import CheckedProgram, NeedsChecks, discovering
 from aejax.linker.errors import LoweringError, variable_name
+from aejax.linker.program_cache import ProgramCache
 
 
 class ShapeInputWarning(UserWarning):
@@ -52,62 +61,98 @@ def caller_stacklevel() -> int:
     return level
 
 
+class RecompileWarning(UserWarning):
+    """A compiled function keeps compiling new programs, more than its cache keeps."""
+
+
+@dataclass(frozen=True)
+class _Discovered:
+    """What tracing has found out about a graph so far; replaced, never changed."""
+
+    static_positions: tuple[int, ...] = ()
+    checked: bool = False
+
+
+def _shape_key(value: Any) -> Any:
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return shape
+    return tuple(np.shape(leaf) for leaf in jax.tree_util.tree_leaves(value))
+
+
 class StaticInputProgram:
     """A traced graph compiled with `jax.jit`, static in its shape-deciding inputs.
 
     Attributes
     ----------
+    cache_size
+        How many compiled programs one function keeps (default 32; set it on
+        the class for every function, or on one instance). Each distinct
+        value of the static inputs, and each distinct shape of the others,
+        is one program.
     static_positions
         Positions of the graph inputs that are static, in increasing order.
     programs
-        The compiled programs, keyed by the values of the static inputs.
+        The compiled programs (a `ProgramCache`), keyed by the values of the
+        static inputs and the shapes of the others.
     checked
         Whether the graph met a run-time check while tracing (see `aejax.linker.checks`).
     """
 
+    cache_size = 32
+
     def __init__(self, inputs: Sequence[Variable], traced_fn: Callable[..., tuple[Any, ...]]) -> None:
         self.inputs = list(inputs)
         self.traced_fn = traced_fn
-        self.checked = False
-        self.static_positions: tuple[int, ...] = ()
-        self.programs: dict[tuple[Any, ...], Callable[..., Any]] = {}
-        self._only: Callable[..., Any] | None = None
+        self.programs = ProgramCache(lambda: self.cache_size)
+        self._discovered = _Discovered()
+        self._lock = threading.Lock()
+        self._warned = False
+
+    @property
+    def static_positions(self) -> tuple[int, ...]:
+        return self._discovered.static_positions
+
+    @property
+    def checked(self) -> bool:
+        return self._discovered.checked
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         while True:
+            discovered = self._discovered
             try:
-                if self._only is not None:
-                    return self._only(*args)
-                return self._program_for(args)(*self._dynamic(args))
+                return self._program_for(discovered, args)(*self._dynamic(discovered, args))
             except LoweringError as error:
-                if not self._make_static(error):
+                if not self._make_static(discovered, error):
                     raise
             except NeedsChecks:
-                self.checked = True
-                self._forget_programs()
+                self._rediscover(discovered, replace(discovered, checked=True))
 
-    def _static_key(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(np.asarray(args[i]).item() for i in self.static_positions)
-
-    def _dynamic(self, args: tuple[Any, ...]) -> list[Any]:
-        if not self.static_positions:
-            return list(args)
-        return [a for i, a in enumerate(args) if i not in self.static_positions]
-
-    def _program_for(self, args: tuple[Any, ...]) -> Callable[..., Any]:
-        key = self._static_key(args) if self.static_positions else ()
+    def _program_for(self, discovered: _Discovered, args: tuple[Any, ...]) -> Callable[..., Any]:
+        statics = discovered.static_positions
+        if statics:
+            key = tuple(np.asarray(a).item() if i in statics else _shape_key(a) for i, a in enumerate(args))
+        else:
+            key = tuple([a.shape if hasattr(a, "shape") else _shape_key(a) for a in args])
         program = self.programs.get(key)
         if program is None:
-            program = self.programs[key] = self._compile(key)
-            if not self.static_positions:
-                self._only = program
+            program = self.programs.add(key, self._compile(discovered, key))
+            if self.programs.evicted and not self._warned:
+                self._warned = True
+                self._warn_recompiling()
         return program
 
-    def _compile(self, key: tuple[Any, ...]) -> Callable[..., Any]:
+    @staticmethod
+    def _dynamic(discovered: _Discovered, args: tuple[Any, ...]) -> list[Any] | tuple[Any, ...]:
+        statics = discovered.static_positions
+        if not statics:
+            return args
+        return [a for i, a in enumerate(args) if i not in statics]
+
+    def _compile(self, discovered: _Discovered, key: tuple[Any, ...]) -> Callable[..., Any]:
         inputs = self.inputs
         statics = {
-            pos: np.asarray(value, dtype=inputs[pos].type.dtype)
-            for pos, value in zip(self.static_positions, key)
+            pos: np.asarray(key[pos], dtype=inputs[pos].type.dtype) for pos in discovered.static_positions
         }
         n_inputs = len(inputs)
         traced_fn = self.traced_fn
@@ -117,31 +162,50 @@ class StaticInputProgram:
             full = [statics[i] if i in statics else next(rest) for i in range(n_inputs)]
             return traced_fn(*full)
 
-        return CheckedProgram(program) if self.checked else jax.jit(discovering(program))
+        return CheckedProgram(program) if discovered.checked else jax.jit(discovering(program))
 
-    def _make_static(self, error: LoweringError) -> bool:
+    def _make_static(self, discovered: _Discovered, error: LoweringError) -> bool:
         if error.node is None or not error.needs_static:
             return False
-        inputs = self.inputs
-        found = set(ancestors(error.node.inputs)) & set(inputs)
-        new = [
-            inputs.index(var)
-            for var in found
-            if is_integer_scalar(var) and inputs.index(var) not in self.static_positions
-        ]
-        if not new:
-            return False
-        for pos in sorted(new):
-            warnings.warn(
-                f"input {variable_name(inputs[pos])!r} decides a shape in node {error.node}; "
-                "aejax compiles one JAX program per distinct value of it",
-                ShapeInputWarning,
-                stacklevel=caller_stacklevel(),
-            )
-        self.static_positions = tuple(sorted(set(self.static_positions) | set(new)))
-        self._forget_programs()
+        with self._lock:
+            if self._discovered is not discovered:
+                return True  # another thread found out more meanwhile: try again with that
+            inputs = self.inputs
+            found = set(ancestors(error.node.inputs)) & set(inputs)
+            new = [
+                inputs.index(var)
+                for var in found
+                if is_integer_scalar(var) and inputs.index(var) not in discovered.static_positions
+            ]
+            if not new:
+                return False
+            for pos in sorted(new):
+                warnings.warn(
+                    f"input {variable_name(inputs[pos])!r} decides a shape in node {error.node}; "
+                    "aejax compiles one JAX program per distinct value of it",
+                    ShapeInputWarning,
+                    stacklevel=caller_stacklevel(),
+                )
+            positions = tuple(sorted(set(discovered.static_positions) | set(new)))
+            self._replace(replace(discovered, static_positions=positions))
         return True
 
-    def _forget_programs(self) -> None:
+    def _rediscover(self, discovered: _Discovered, found: _Discovered) -> None:
+        with self._lock:
+            if self._discovered is discovered:
+                self._replace(found)
+
+    def _replace(self, discovered: _Discovered) -> None:
+        self._discovered = discovered
         self.programs.clear()
-        self._only = None
+
+    def _warn_recompiling(self) -> None:
+        statics = ", ".join(repr(variable_name(self.inputs[i])) for i in self.static_positions)
+        why = f"values of its static inputs {statics} and " if statics else ""
+        warnings.warn(
+            f"a compiled function has compiled {self.programs.compiled} JAX programs (one per distinct "
+            f"{why}input shapes) and keeps only the last {self.cache_size}; every new one costs a "
+            "compilation. Reuse fewer distinct values, or raise StaticInputProgram.cache_size.",
+            RecompileWarning,
+            stacklevel=caller_stacklevel(),
+        )

@@ -1,8 +1,9 @@
-"""`Scan` as `lax.scan` (a fixed number of steps) or `lax.while_loop` (``until``).
+"""`Scan` as `lax.scan` (a fixed number of steps) or `lax.while_loop` (``until``,
+or a number of steps known only at run time, which bounds the loop).
 
 The loop carry is a fixed pytree (`Carry`):
 
-- ``step``: the step counter (``until`` loops);
+- ``step``: the step counter (while loops);
 - ``mit_mot``: in fixed loops, a window of the rows one step reads and writes
   of each mit-mot buffer (gradient scans); each step its oldest row leaves as
   part of the output and the next buffer row enters. In ``until`` loops, the
@@ -15,10 +16,11 @@ The loop carry is a fixed pytree (`Carry`):
   read inside the loop (XLA would copy a buffer it also reads at every step);
 - ``running``: whether the ``until`` condition still lets the loop go on.
 
-Sequences are the scanned ``xs`` (or indexed by the step); non-sequences are
+Sequences are the scanned ``xs`` (or indexed by the step; an ``arange`` with
+traced bounds is computed from the step, `RangeRows`); non-sequences are
 closed over; in fixed loops traces leave as stacked ``ys``. Outputs are laid
 out as Aesara's own Scan lays out its buffers, including buffers that
-``scan_save_mem`` shortened: a buffer of ``S`` rows holds the last ``S``
+aejax's `ScanKeepLast` shortened: a buffer of ``S`` rows holds the last ``S``
 states of the history (initial taps, then one state per step), in order,
 zero-padded when longer than the history. An ``until`` loop whose trace is
 kept returns it as `Ragged`, since the number of steps it ran is known only
@@ -30,8 +32,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple, Sequence
 
-import jax
 import jax.numpy as jnp
+import numpy as np
 from aesara.graph.rewriting.basic import MergeOptimizer
 from aesara.graph.basic import ancestors
 from aesara.scan.op import Scan
@@ -40,10 +42,13 @@ from jax import lax
 
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
-from aejax.linker.checks import require
+from aejax.linker.dispatch.tensor_basic import require_memory
+from aejax.linker.checks import require, shapes_only
 from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.scan_layout import ScanLayout, split_by
-from aejax.linker.errors import InvalidValueError, LoweringError
+from aejax.linker.errors import InvalidValueError, LoweringError, variable_name
+from aejax.linker.ragged import RUN_TIME_LENGTH, RangeRows
+from aejax.linker.rewrites import scan_rewrites
 from aejax.linker.loop_state import (
     Carry,
     SotWindow,
@@ -65,31 +70,48 @@ def static_count(value: Any, what: str) -> int:
 
 
 def check_steps(n_steps: Any, seqs: Sequence[Any], node: Any) -> None:
-    """Aesara's checks of a step count against the sequences (run-time checks if it is traced)."""
-    if is_traced(n_steps):
-        require(n_steps >= 0, InvalidValueError, "Scan was asked to run for a negative number of steps", f"node {node}")
-        for index, seq in enumerate(seqs):
-            require(
-                n_steps <= seq.shape[0],
-                InvalidValueError,
-                f"sequence {index} of the Scan has {seq.shape[0]} entries, fewer than its number of steps",
-                f"node {node}",
-            )
-        return
-    if n_steps < 0:
-        raise InvalidValueError(f"Scan was asked to run for a negative number of steps ({n_steps})")
+    """Aesara's checks of a step count against the sequences (run-time checks where traced)."""
+    _check(n_steps >= 0, f"Scan was asked to run for a negative number of steps ({_shown(n_steps)})", node)
     for index, seq in enumerate(seqs):
-        if seq.shape[0] < n_steps:
-            raise InvalidValueError(
-                f"sequence {index} of the Scan has {seq.shape[0]} entries but the "
-                f"Scan runs for {n_steps} steps"
-            )
+        length = sequence_length(seq)
+        _check(
+            n_steps <= length,
+            f"sequence {index} of the Scan has {_shown(length)} entries but the Scan runs for "
+            f"{_shown(n_steps)} steps",
+            node,
+        )
+
+
+def _shown(value: Any) -> str:
+    return "a run-time number of" if is_traced(value) else str(value)
+
+
+def _check(condition: Any, message: str, node: Any) -> None:
+    if is_traced(condition):
+        require(condition, InvalidValueError, message, f"node {node}")
+    elif not condition:
+        raise InvalidValueError(message)
+
+
+def sequence_length(seq: Any) -> Any:
+    """How many rows a sequence has (traced for an arange with traced bounds)."""
+    return seq.length if isinstance(seq, RangeRows) else seq.shape[0]
+
+
+def sequence_row(seq: Any, index: Any) -> Any:
+    """Row ``index`` of a sequence; an arange's row is computed, never stored."""
+    return seq.row(index) if isinstance(seq, RangeRows) else lax.dynamic_index_in_dim(seq, index, keepdims=False)
+
+
+def sequence_rows(seq: Any, n_steps: int) -> Any:
+    """The first ``n_steps`` rows of a sequence, as ``lax.scan`` takes them."""
+    return seq.row(jnp.arange(n_steps)) if isinstance(seq, RangeRows) else jnp.asarray(seq)[:n_steps]
 
 
 class Outer(NamedTuple):
     """A Scan node's outer inputs, grouped as `ScanLayout.outer_inputs` groups them."""
 
-    n_steps: int
+    n_steps: Any
     seqs: list[Any]
     mit_mot: list[Any]
     sots: list[Any]
@@ -101,6 +123,8 @@ class Outer(NamedTuple):
 class LoweredScan:
     """The JAX computation of one Scan node."""
 
+    accepts_range = True
+
     def __init__(self, op: Scan, node: Any, inner: Callable[..., tuple[Any, ...]]) -> None:
         self.node = node
         self.layout = ScanLayout.of(op)
@@ -110,7 +134,7 @@ class LoweredScan:
         try:
             results = self.outputs(*outer)
         except LoweringError as error:
-            if not self.step_decides_shape(error):
+            if not self.step_decides_shape(error) or any(isinstance(v, RUN_TIME_LENGTH) for v in outer):
                 raise
             results = self.on_host(outer)
         return results if len(results) > 1 else results[0]
@@ -160,12 +184,19 @@ class LoweredScan:
             return self.no_steps(mit_mot, sots, shared)
         values = Outer(
             n_steps=n_steps,
-            seqs=[jnp.asarray(s) if bounded else jnp.asarray(s)[:n_steps] for s in seqs],
+            seqs=[s if bounded else sequence_rows(s, n_steps) for s in seqs],
             mit_mot=[jnp.asarray(b) for b in mit_mot],
             sots=[jnp.asarray(b) for b in sots],
             shared=list(shared),
             nit_sizes=[static_count(s, "nit-sot buffer length") for s in nit_sizes],
             non_seqs=list(non_seqs),
+        )
+        nit_outputs = self.node.outputs[self.layout.n_mit_mot + self.layout.n_sot :]
+        require_memory(
+            sum(b.size * b.dtype.itemsize for b in values.sots)
+            + sum(size * np.dtype(out.type.dtype).itemsize for size, out in zip(values.nit_sizes, nit_outputs)),
+            f"the buffers of Scan {self.node} for its number of steps {_shown(n_steps)} "
+            f"(input {variable_name(self.node.inputs[0])!r})",
         )
         return self.while_loop(values) if self.layout.as_while or bounded else self.fixed_loop(values)
 
@@ -290,7 +321,7 @@ class LoweredScan:
 
         def body(carry: Carry) -> Carry:
             i = carry.step
-            seq_rows = [lax.dynamic_index_in_dim(s, i, keepdims=False) for s in seqs]
+            seq_rows = [sequence_row(s, i) for s in seqs]
             mm_rows = [read_rows(b, i - m, taps) for b, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
             sot_rows = [sw.rows(w) for sw, w in zip(sot_windows, carry.windows)]
             mm_outs, sot_outs, nit_outs, shared_outs, until = self.run_inner(seq_rows, mm_rows, sot_rows, carry.shared, non_seqs)
@@ -325,8 +356,9 @@ class LoweredScan:
         lay = self.layout
         mm_rows = [read_rows(b, -m, taps) for b, m, taps in zip(mit_mot, lay.mit_mot_mintaps(), lay.mit_mot_in)]
         sot_rows = [read_rows(b, w, taps) for b, w, taps in zip(sots, lay.sot_windows(), lay.sot_taps)]
-        shapes = jax.eval_shape(
-            lambda *rows: self.run_inner(rows, mm_rows, sot_rows, shared, non_seqs)[2], *[s[0] for s in seqs]
+        shapes = shapes_only(
+            lambda *rows: self.run_inner(rows, mm_rows, sot_rows, shared, non_seqs)[2],
+            *[sequence_row(s, 0) for s in seqs],
         )
         return [jnp.zeros((size,) + s.shape, s.dtype) for size, s in zip(sizes, shapes)]
 
@@ -335,4 +367,5 @@ class LoweredScan:
 def _scan(op: Scan, node: Any = None, **kwargs: Any) -> LoweredScan:
     inner = op.fgraph.clone()
     MergeOptimizer().rewrite(inner)
+    scan_rewrites.rewrite(inner)
     return LoweredScan(op, node, jax_funcify(inner, **kwargs))

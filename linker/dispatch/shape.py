@@ -12,28 +12,30 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.concrete import static_ints
 from aejax.linker.concrete import is_traced
 from aejax.linker.errors import InvalidValueError, variable_name
-from aejax.linker.ragged import Ragged
+from aejax.linker.ragged import Ragged, RangeRows
 
 
 @jax_funcify.register(Shape)
 def _shape(op: Shape, **kwargs: Any) -> Callable[..., Any]:
     def shape(x: Any) -> Any:
+        if isinstance(x, RangeRows):
+            return jnp.asarray([x.length], dtype="int64")
         if isinstance(x, Ragged):
             return jnp.asarray([x.length, *x.buffer.shape[1:]], dtype="int64")
         return np.asarray(np.shape(x), dtype="int64")
 
-    shape.accepts_ragged = True  # type: ignore[attr-defined]
+    shape.accepts_ragged = shape.accepts_range = True  # type: ignore[attr-defined]
     return shape
 
 
 @jax_funcify.register(Shape_i)
 def _shape_i(op: Shape_i, **kwargs: Any) -> Callable[..., Any]:
     def shape_i(x: Any) -> Any:
-        if isinstance(x, Ragged) and op.i == 0:
+        if isinstance(x, (Ragged, RangeRows)) and op.i == 0:
             return x.length
         return np.int64(np.shape(x.buffer if isinstance(x, Ragged) else x)[op.i])
 
-    shape_i.accepts_ragged = True  # type: ignore[attr-defined]
+    shape_i.accepts_ragged = shape_i.accepts_range = True  # type: ignore[attr-defined]
     return shape_i
 
 

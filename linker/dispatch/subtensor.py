@@ -1,10 +1,17 @@
-"""Indexing with concrete slice bounds, traced scalar indices, and rows of `Ragged` traces."""
+"""Indexing with concrete slice bounds, traced scalar indices, and rows of `Ragged` traces.
+
+Integer indices are checked against the axis they index, as Aesara does (JAX
+would clamp them): a concrete index out of bounds raises
+`IndexOutOfBoundsError` while tracing, a traced one fails the call with
+`IndexError` after it returns (`aejax.linker.checks.require`).
+"""
 
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
 import jax.numpy as jnp
+import numpy as np
 from aesara.graph.basic import Constant
 from jax import lax
 from aesara.tensor.subtensor import (
@@ -20,8 +27,9 @@ from aesara.tensor.subtensor import (
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.concrete import is_traced, static_scalars
+from aejax.linker.errors import IndexOutOfBoundsError
 from aejax.linker import masked
-from aejax.linker.ragged import Masked, Ragged
+from aejax.linker.ragged import Masked, Ragged, RangeRows
 
 
 @jax_funcify.register(Subtensor)
@@ -36,13 +44,19 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
             if isinstance(indices[0], slice):
                 return ragged_tail(x, int(indices[0].start))
             return ragged_row(x, indices[0])[indices[1:]]
+        if isinstance(x, RangeRows):
+            if isinstance(indices[0], slice):
+                return x.sliced(indices[0])
+            return x.row(jnp.where(indices[0] < 0, x.length + indices[0], indices[0]))
         if any(isinstance(v, Masked) for v in (x, *index_values)):
             return masked.gather(x, index_values, node)
+        check_bounds(jnp.shape(x), indices, node)
         return indexable(x, index_values)[static_slices(indices)]
 
     subtensor.accepts_ragged = bool(idx_list) and (  # type: ignore[attr-defined]
         not isinstance(idx_list[0], slice) or _is_tail(idx_list, node)
     )
+    subtensor.accepts_range = bool(idx_list) and len(idx_list) == 1  # type: ignore[attr-defined]
     subtensor.accepts_masked = not idx_list  # type: ignore[attr-defined]
     return subtensor
 
@@ -50,6 +64,47 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
 def indexable(x: Any, index_values: Sequence[Any]) -> Any:
     """``x`` as a JAX array when an index is traced (a numpy constant cannot take a tracer)."""
     return jnp.asarray(x) if any(is_traced(v) for v in index_values) else x
+
+
+def check_bounds(shape: tuple[int, ...], indices: tuple[Any, ...], node: Any) -> None:
+    """Check every integer index in ``indices`` against the size of the axis it indexes.
+
+    Axes are counted as numpy counts them: a slice or an integer (array) index
+    takes one axis, a boolean mask as many as it has dimensions, ``None`` none.
+    """
+    axis = 0
+    for index in indices:
+        if index is None:
+            continue
+        kind = "" if isinstance(index, slice) else _dtype_kind(index)
+        if kind == "b":
+            axis += np.ndim(index)
+            continue
+        if kind in ("i", "u") and axis < len(shape):
+            _check_axis(index, axis, shape[axis], node)
+        axis += 1
+
+
+def _dtype_kind(index: Any) -> str:
+    dtype = getattr(index, "dtype", None)
+    return np.dtype(dtype if dtype is not None else type(index)).kind
+
+
+def _check_axis(index: Any, axis: int, size: int, node: Any) -> None:
+    if is_traced(index):
+        require(
+            (index >= -size) & (index < size),
+            IndexError,
+            f"an index of node {node} is out of bounds for axis {axis} with size {size}",
+            f"node {node}",
+        )
+        return
+    values = np.asarray(index)
+    outside = values[(values < -size) | (values >= size)]
+    if outside.size:
+        raise IndexOutOfBoundsError(
+            f"index {outside.flat[0]} is out of bounds for axis {axis} with size {size} in node {node}"
+        )
 
 
 def static_slices(indices: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -96,6 +151,7 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
         if by_boolean_mask and is_traced(index_values[0]):
             return boolean_mask_update(jnp.asarray(x), y, index_values[0], set_instead_of_inc, node)
         indices = tuple(indices_from_subtensor(index_values, idx_list) if idx_list else index_values)
+        check_bounds(jnp.shape(x), indices, node)
         target = jnp.asarray(x).at[indices]
         return target.set(y) if set_instead_of_inc else target.add(y)
 

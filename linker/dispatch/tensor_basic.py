@@ -1,21 +1,58 @@
-"""Array constructors whose sizes come from concrete values."""
+"""Array constructors whose sizes come from concrete values.
+
+Their values are built so that XLA has nothing large to constant-fold (a range
+is ``lax.iota`` behind an optimization barrier, a filled buffer a broadcast of
+a scalar): compile time does not grow with the size of the array.
+"""
 
 from __future__ import annotations
 
+import math
+import os
 from typing import Any, Callable
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 from aesara.tensor.basic import Alloc, AllocEmpty, ARange, Eye
 from aesara.tensor.extra_ops import BroadcastTo
+from jax import lax
 
-from aejax.linker.concrete import static_ints, static_scalars
+from aejax.linker.concrete import is_traced, static_ints, static_scalars
 from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.errors import AllocationError
+from aejax.linker.ragged import RangeRows
+
+FOLDABLE_RANGE = 1 << 16
+"""Largest range left for XLA to constant-fold; longer ones are computed when the program runs."""
+
+
+def arange_values(start: Any, stop: Any, step: Any, dtype: str) -> Any:
+    """``np.arange(start, stop, step, dtype)`` for concrete bounds.
+
+    Up to `FOLDABLE_RANGE` elements it is numpy's own array (a small constant).
+    A longer range is ``first + iota * delta`` behind an optimization barrier,
+    with numpy's increment ``delta = (start + step) - start`` in ``dtype``:
+    integer ranges are exact, float ranges within an ulp of numpy's.
+    """
+    if step == 0:
+        raise ValueError("arange's step must not be zero")
+    if all(isinstance(b, int) for b in (start, stop, step)):
+        length = len(range(start, stop, step))
+    else:
+        length = max(0, math.ceil((stop - start) / step))
+    if length <= FOLDABLE_RANGE:
+        return np.arange(start, stop, step, dtype=dtype)
+    first, second = np.array([start, start + step], dtype=dtype)
+    return first + lax.optimization_barrier(lax.iota(dtype, length)) * (second - first)
 
 
 @jax_funcify.register(ARange)
 def _arange(op: ARange, **kwargs: Any) -> Callable[..., Any]:
     def arange(start: Any, stop: Any, step: Any) -> Any:
-        return jnp.arange(*static_scalars((start, stop, step)), dtype=op.dtype)
+        if any(is_traced(bound) for bound in (start, stop, step)):
+            return RangeRows.of(start, stop, step, op.dtype)
+        return arange_values(*static_scalars((start, stop, step)), dtype=op.dtype)
 
     return arange
 
@@ -44,3 +81,21 @@ def _eye(op: Eye, **kwargs: Any) -> Callable[..., Any]:
         return jnp.eye(rows, cols, offset, dtype=op.dtype)
 
     return eye
+
+
+def memory_limit() -> int:
+    """Bytes one array may take: the default device's memory, or the host's physical memory."""
+    stats = jax.devices()[0].memory_stats() or {}
+    if "bytes_limit" in stats:
+        return int(stats["bytes_limit"])
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def require_memory(nbytes: int, what: str) -> None:
+    """Raise `AllocationError` when ``nbytes`` exceed `memory_limit`; ``what`` says what needs them."""
+    limit = memory_limit()
+    if nbytes > limit:
+        raise AllocationError(
+            f"{what} would need {nbytes / 2**30:,.1f} GiB, more than the {limit / 2**30:,.1f} GiB "
+            "of memory available; use a smaller value, or keep only the last values of the loop"
+        )

@@ -7,10 +7,12 @@ The target is a 2-D Gaussian with correlation 0.5.
 import aesara
 import aesara.tensor as at
 import numpy as np
-from aehmc import hmc, integrators, metrics, trajectory
+from aehmc import hmc, integrators, metrics, nuts, trajectory
 from aesara.tensor.random.utils import RandomStream
 
 from tests.clients.helpers import (
+    CANDIDATE,
+    REFERENCE,
     assert_means_agree,
     assert_same_at_points,
     assert_sds_agree,
@@ -58,18 +60,18 @@ def test_potential_energy_and_leapfrog_trajectory_match_exactly():
     assert_same_at_points([q, p, step_size, inverse_mass_matrix], outputs, points, rtol=1e-10)
 
 
-def hmc_transition(seed):
-    """One HMC transition ``(q, energy, energy_grad) -> (q', energy', energy_grad', p_accept)``."""
-    srng = RandomStream(seed)
+def transition(kernel, *extra):
+    """One transition of an aehmc ``kernel``: ``(q, energy, energy_grad) -> (q', energy', energy_grad', p_accept)``.
+
+    ``extra`` follows the kernel's usual arguments (HMC's number of leapfrog steps).
+    """
     q = at.dvector("q")
     energy = at.dscalar("energy")
     energy_grad = at.dvector("energy_grad")
     step_size = at.dscalar("step_size")
     inverse_mass_matrix = at.dvector("inverse_mass_matrix")
-
-    kernel = hmc.new_kernel(srng, logprob_fn)
-    (q_new, energy_new, energy_grad_new, p_accept, _), updates = kernel(
-        q, energy, energy_grad, step_size, inverse_mass_matrix, N_LEAPFROG
+    (q_new, energy_new, energy_grad_new, p_accept, *_), updates = kernel(
+        q, energy, energy_grad, step_size, inverse_mass_matrix, *extra
     )
     inputs = [q, energy, energy_grad, step_size, inverse_mass_matrix]
     return inputs, [q_new, energy_new, energy_grad_new, p_accept], updates
@@ -87,7 +89,7 @@ def run_chain(transition, initial_state, n_steps):
 
 
 def test_hmc_chains_agree_with_reference():
-    inputs, outputs, updates = hmc_transition(seed=1234)
+    inputs, outputs, updates = transition(hmc.new_kernel(RandomStream(1234), logprob_fn), N_LEAPFROG)
     reference, candidate = compile_pair(inputs, outputs, updates=updates)
 
     q0 = at.dvector("q0")
@@ -121,3 +123,26 @@ def test_hmc_chains_agree_with_reference():
         np.testing.assert_allclose(np.mean(draws, axis=0), MEAN, atol=0.4)
         np.testing.assert_allclose(np.std(draws, axis=0), np.sqrt(np.diag(COV)), rtol=0.3)
         np.testing.assert_allclose(np.corrcoef(draws.T)[0, 1], COV[0, 1], atol=0.15)
+
+
+def test_nuts_chains_agree_with_reference():
+    """aehmc's NUTS (loops whose lengths come from the outer loop) runs in one jit program."""
+    inputs, outputs, updates = transition(nuts.new_kernel(RandomStream(7), logprob_fn))
+    # aejax first: compiling the reference rewrites the inner graphs of the Scans in place.
+    candidate = aesara.function(inputs, outputs, updates=updates, mode=CANDIDATE)
+    reference = aesara.function(inputs, outputs, updates=updates, mode=REFERENCE)
+    assert len(candidate.vm.jit_fn.segments) == 1
+
+    q0 = at.dvector("q0")
+    initial = aesara.function([q0], list(hmc.new_state(q0, logprob_fn)))(np.array([0.0, 0.0]))
+    cand_q, cand_accept = run_chain(candidate, initial, N_STEPS)
+    ref_q, ref_accept = run_chain(reference, initial, N_STEPS // 2)
+    ref_q, cand_q = ref_q[BURN_IN // 2 :], cand_q[BURN_IN:]
+
+    assert np.all(np.isfinite(cand_q)) and np.all((cand_accept >= 0) & (cand_accept <= 1))
+    assert_means_agree(ref_q, cand_q)
+    assert_sds_agree(ref_q, cand_q, ratio=1.35)
+    assert abs(np.mean(cand_accept) - np.mean(ref_accept)) < 0.1, (np.mean(ref_accept), np.mean(cand_accept))
+    np.testing.assert_allclose(np.mean(cand_q, axis=0), MEAN, atol=0.3)
+    np.testing.assert_allclose(np.std(cand_q, axis=0), np.sqrt(np.diag(COV)), rtol=0.25)
+    np.testing.assert_allclose(np.corrcoef(cand_q.T)[0, 1], COV[0, 1], atol=0.15)

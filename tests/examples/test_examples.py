@@ -1,16 +1,19 @@
-"""Every example runs, on small sizes, and its numbers agree with the reference backend."""
+"""Every example runs, on small sizes, its numbers agree with the reference backend, and it draws its figure."""
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import aesara
 import numpy as np
+import pytest
 
 from tests.reference import REFERENCE
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
 
 def load(name):
@@ -21,42 +24,123 @@ def load(name):
     return module
 
 
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    """Run the example in an empty working directory, where its figure goes."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def check_figure(directory, name, out):
+    """The figure is written, non-empty and named in the output; without matplotlib, the output says how to get it."""
+    if not HAVE_MATPLOTLIB:
+        assert "pip install '.[examples]'" in out
+        return
+    figure = directory / name
+    assert figure.stat().st_size > 5_000
+    assert figure.read_bytes().startswith(b"\x89PNG")
+    assert f"figure: {figure.resolve()}" in out
+
+
+def has_timing(out, what, backend="aejax (JAX)", unit="call"):
+    """A timing line labelled with the function it times and the backend."""
+    return re.search(rf"^  {re.escape(what)} +{re.escape(backend)} +compile\+first {unit} .* per {unit} ", out, re.M)
+
+
+def last_line(out):
+    return out.strip().splitlines()[-1]
+
+
 def test_codec_roundtrip_example():
     done = subprocess.run([sys.executable, str(EXAMPLES / "codec_roundtrip.py")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "encode(decode(key)) == key: True" in done.stdout
+    assert last_line(done.stdout).endswith("encode(decode(key)) == key: yes")
 
 
-def test_seir_example_matches_reference(capsys):
+def test_seir_example_matches_reference(in_tmp, capsys):
     seir = load("seir")
     result = seir.main(days=60, calls=1, with_c=False)
-    assert "log-likelihood" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert has_timing(captured.out, "seir(true rates) -> loglik, cases, I")
+    assert last_line(captured.out) == "log-likelihood at the true rates is higher than at beta=0.3: yes"
+    assert "[seir(true rates) -> loglik, cases, I 1/1] compile and run on aejax (JAX)" in captured.err
+    check_figure(in_tmp, "seir.png", captured.out)
     assert result["loglik"] > result["wrong_loglik"]
+    assert abs(result["beta"] - seir.TRUE_RATES[0]) <= 0.02
     inputs, outputs = seir.seir_graph()
     cases = seir.synthetic_cases(60)
-    start = (seir.POPULATION - 10.0, 0.0, 10.0, 0.0)
-    loglik, expected, infectious = aesara.function(inputs, outputs, mode=REFERENCE)(*seir.TRUE_RATES, *start, cases)
+    reference = aesara.function(inputs, outputs, mode=REFERENCE)
+    loglik, expected, infectious = reference(*seir.TRUE_RATES, *seir.START, cases)
     np.testing.assert_allclose(result["loglik"], loglik, rtol=1e-10)
     np.testing.assert_allclose(result["infectious"], infectious, rtol=1e-10)
 
 
-def test_stochastic_volatility_example():
+def test_stochastic_volatility_example(in_tmp, capsys):
     result = load("stochastic_volatility").main(steps=100, chains=2000, calls=1, with_c=False)
+    captured = capsys.readouterr()
+    assert has_timing(captured.out, "jit(vmap(jaxify fn)), 100 chains", "JAX", "batch")
+    assert "[chains 20/20] chains 1901-2000" in captured.err
+    assert last_line(captured.out).endswith("within 10% of sigma*sqrt(steps)=1.000: yes")
+    check_figure(in_tmp, "stochastic_volatility.png", captured.out)
     assert result["log_vol"].shape == result["returns"].shape == (100,)
     assert abs(result["finals"].mean() + 1.0) < 0.1
     assert abs(result["finals"].std() - 1.0) < 0.06
 
 
-def test_rnn_training_example_matches_reference():
+def test_rnn_training_example_matches_reference(in_tmp, capsys):
     rnn = load("rnn_training")
     losses = rnn.main(steps=30, batch=4, hidden=8, epochs=5, with_c=False)["aejax (JAX)"]
+    captured = capsys.readouterr()
+    assert has_timing(captured.out, "train epoch: loss, grad, update", unit="epoch")
+    assert last_line(captured.out).startswith("the loss fell below a tenth of its first value: ")
+    check_figure(in_tmp, "rnn_training.png", captured.out)
     assert losses[-1] < losses[0]
     xs, ys = rnn.sine_data(30, 4)
     train = rnn.training_function(8, REFERENCE)
     np.testing.assert_allclose(losses, [float(train(xs, ys)) for _ in range(5)], rtol=1e-9)
 
 
-def test_newton_example():
+def test_newton_example(capsys):
     result = load("newton").main(size=1000, max_steps=200, calls=1, with_c=False)
+    out = capsys.readouterr().out
+    assert has_timing(out, "newton -> roots (trace[-1])") and has_timing(out, "newton -> steps (trace.shape[0])")
+    assert last_line(out) == "every root matches numpy.sqrt to 1e-12 (relative): yes"
     np.testing.assert_allclose(result["roots"], np.sqrt(result["values"]), rtol=1e-12)
     assert 5 < result["steps"] < 200
+
+
+def test_examples_without_matplotlib_say_how_to_get_the_pictures(in_tmp, capsys, monkeypatch):
+    for name in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(sys.modules, name, None)
+    load("seir").main(days=30, calls=1, with_c=False)
+    out = capsys.readouterr().out
+    assert "figure seir.png not written: matplotlib is not installed" in out
+    assert "(pip install '.[examples]' for the pictures)" in out
+    assert last_line(out).endswith(": yes")
+    assert not (in_tmp / "seir.png").exists()
+
+
+def test_progress_draws_a_bar_on_a_terminal(capsys):
+    progress_module = load("progress")
+
+    class Terminal:
+        def __init__(self):
+            self.text = ""
+
+        def isatty(self):
+            return True
+
+        def write(self, text):
+            self.text += text
+
+        def flush(self):
+            pass
+
+    terminal = Terminal()
+    with progress_module.Progress("work", 4, terminal) as progress:
+        progress.step("one")
+        progress.step("two")
+        progress.print("result of one")
+    assert "work [#####---------------] 1/4 two" in terminal.text
+    assert terminal.text.endswith("\r\033[K")
+    assert capsys.readouterr().out == "result of one\n"

@@ -77,8 +77,8 @@ def test_only_graphs_with_checks_are_compiled_with_them():
     checked(np.ones(2))
     assert not plain.vm.jit_fn.segments[0].program.checked
     assert checked.vm.jit_fn.segments[0].program.checked
-    assert not isinstance(plain.vm.jit_fn.segments[0].program._only, CheckedProgram)
-    assert isinstance(checked.vm.jit_fn.segments[0].program._only, CheckedProgram)
+    assert not any(isinstance(p, CheckedProgram) for p in plain.vm.jit_fn.segments[0].program.programs.values())
+    assert all(isinstance(p, CheckedProgram) for p in checked.vm.jit_fn.segments[0].program.programs.values())
 
 
 def test_aeppl_parameter_check_raises():

@@ -1,0 +1,60 @@
+"""Item 2: program caches are bounded, run-time lengths are bucketed, recompiling warns once."""
+
+import warnings
+
+import aesara
+import aesara.tensor as at
+import numpy as np
+import pytest
+from aesara.scan.utils import until
+
+import aejax.linker
+from aejax.linker import RecompileWarning, ShapeInputWarning, StaticInputProgram
+from tests.reference import REFERENCE
+
+
+def _count_to(max_steps=1000):
+    k = at.dscalar("k")
+    out, _ = aesara.scan(
+        lambda x, k: (x + 1, until(x + 1 >= k)), outputs_info=at.constant(np.float64(0)), non_sequences=k, n_steps=max_steps
+    )
+    return k, out
+
+
+def test_static_input_cache_keeps_at_most_cache_size_programs(monkeypatch):
+    monkeypatch.setattr(StaticInputProgram, "cache_size", 4)
+    x, n = at.dvector("x"), at.lscalar("n")
+    f = aesara.function([x, n], x[:n] * 2, mode=aejax.linker.mode)
+    reference = aesara.function([x, n], x[:n] * 2, mode=REFERENCE)
+    program = f.vm.jit_fn.segments[0].program
+    values = np.arange(40.0)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for n_value in range(1, 21):
+            np.testing.assert_array_equal(f(values, n_value), reference(values, n_value))
+    assert len(program.programs) == 4
+    assert program.programs.evicted == 16
+    assert [w.category for w in record if w.category is not ShapeInputWarning] == [RecompileWarning]
+
+
+def test_trace_of_run_time_length_compiles_a_logarithmic_number_of_programs():
+    k, out = _count_to()
+    f = aesara.function([k], (out * 2).sum(), mode=aejax.linker.mode)
+    reference = aesara.function([k], (out * 2).sum(), mode=REFERENCE)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RecompileWarning)
+        for length in range(1, 101):
+            assert f(float(length)) == reference(float(length))
+    after_loop = f.vm.jit_fn.segments[1].program.programs
+    assert after_loop.compiled == 8  # lengths bucketed to 1, 2, 4, ..., 128
+
+
+@pytest.mark.parametrize("use", [lambda o: at.dot(o, o), lambda o: [o * 2, o[-1]]], ids=["dot", "rows"])
+def test_trace_that_needs_its_exact_length_is_still_right(use):
+    k, out = _count_to()
+    f = aesara.function([k], use(out), mode=aejax.linker.mode)
+    reference = aesara.function([k], use(out), mode=REFERENCE)
+    for length in (1, 5, 6):
+        got, expected = f(float(length)), reference(float(length))
+        for g, e in zip(got if isinstance(got, list) else [got], expected if isinstance(expected, list) else [expected]):
+            np.testing.assert_array_equal(g, e)
