@@ -8,6 +8,7 @@ import aesara
 import aesara.tensor as at
 import numpy as np
 from aehmc import hmc, integrators, metrics, nuts, trajectory
+from aeppl import joint_logprob
 from aesara.tensor.random.utils import RandomStream
 
 from tests.clients.helpers import (
@@ -146,3 +147,41 @@ def test_nuts_chains_agree_with_reference():
     np.testing.assert_allclose(np.mean(cand_q, axis=0), MEAN, atol=0.3)
     np.testing.assert_allclose(np.std(cand_q, axis=0), np.sqrt(np.diag(COV)), rtol=0.25)
     np.testing.assert_allclose(np.corrcoef(cand_q.T)[0, 1], COV[0, 1], atol=0.15)
+
+
+def logistic_regression_logprob():
+    """aeppl's log-density of a 3-coefficient logistic regression on 60 synthetic points."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (rng.uniform(size=60) < 1 / (1 + np.exp(-X @ np.array([1.0, -0.5, 0.25])))).astype("int64")
+    srng = RandomStream(0)
+    beta = srng.normal(0, 1, size=3)
+    outcome = srng.bernoulli(at.sigmoid(at.dot(at.constant(X), beta)))
+
+    def logprob(q):
+        return joint_logprob(realized={beta: q, outcome: at.constant(y)})[0]
+
+    return logprob
+
+
+def test_nuts_on_an_aeppl_logistic_regression_agrees_with_reference():
+    logprob = logistic_regression_logprob()
+    inputs, outputs, updates = transition(nuts.new_kernel(RandomStream(3), logprob))
+    candidate = aesara.function(inputs, outputs, updates=updates, mode=CANDIDATE)
+    reference = aesara.function(inputs, outputs, updates=updates, mode=REFERENCE)
+    q0 = at.dvector("q0")
+    initial = aesara.function([q0], list(hmc.new_state(q0, logprob)))(np.zeros(3))
+
+    def chain(transition_fn, n_steps):
+        state, positions, accepts = tuple(initial), [], []
+        for _ in range(n_steps):
+            *state, p_accept = transition_fn(*state, 0.3, np.ones(3))
+            positions.append(state[0])
+            accepts.append(p_accept)
+        return np.array(positions[n_steps // 4 :]), np.mean(accepts)
+
+    cand_q, cand_accept = chain(candidate, 400)
+    ref_q, ref_accept = chain(reference, 160)
+    assert_means_agree(ref_q, cand_q)
+    assert_sds_agree(ref_q, cand_q, ratio=1.5)
+    assert abs(cand_accept - ref_accept) < 0.15, (ref_accept, cand_accept)
