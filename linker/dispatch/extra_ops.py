@@ -13,7 +13,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from aesara.tensor.basic import Choose, Default, Nonzero, PermuteRowElements, Split, Tri
+from aesara.tensor.basic import Choose, Default, Nonzero, PermuteRowElements, Split
 from aesara.tensor.extra_ops import CpuContiguous, SearchsortedOp
 from aesara.tensor.math import Convolve
 from aesara.tensor.sort import TopKOp
@@ -64,15 +64,6 @@ def _nonzero(op: Nonzero, node: Any = None, **kwargs: Any) -> Callable[..., Any]
         return _one_or_tuple([index.astype("int64") for index in np.nonzero(np.asarray(a))])
 
     return nonzero
-
-
-@jax_funcify.register(Tri)
-def _tri(op: Tri, **kwargs: Any) -> Callable[..., Any]:
-    def tri(n: Any, m: Any, k: Any) -> Any:
-        rows, cols, offset = static_ints((n, m, k))
-        return jnp.tri(rows, cols, offset, dtype=op.dtype)
-
-    return tri
 
 
 @jax_funcify.register(Choose)

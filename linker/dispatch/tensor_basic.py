@@ -14,7 +14,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from aesara.tensor.basic import Alloc, AllocEmpty, ARange, Eye
+from aesara.tensor.basic import Alloc, AllocEmpty, ARange, Eye, Tri
 from aesara.tensor.extra_ops import BroadcastTo
 from jax import lax
 
@@ -75,12 +75,15 @@ def _alloc_empty(op: AllocEmpty, **kwargs: Any) -> Callable[..., Any]:
 
 
 @jax_funcify.register(Eye)
-def _eye(op: Eye, **kwargs: Any) -> Callable[..., Any]:
-    def eye(n: Any, m: Any, k: Any) -> Any:
-        rows, cols, offset = static_ints((n, m, k))
-        return jnp.eye(rows, cols, offset, dtype=op.dtype)
+@jax_funcify.register(Tri)
+def _eye_or_tri(op: Eye | Tri, **kwargs: Any) -> Callable[..., Any]:
+    build = jnp.eye if isinstance(op, Eye) else jnp.tri
 
-    return eye
+    def eye_or_tri(n: Any, m: Any, k: Any) -> Any:
+        rows, cols, offset = static_ints((n, m, k))
+        return build(rows, cols, offset, dtype=op.dtype)
+
+    return eye_or_tri
 
 
 def memory_limit() -> int:
