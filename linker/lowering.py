@@ -30,7 +30,7 @@ from aesara.scalar.basic import ScalarType
 from aesara.scan.op import Scan
 from aesara.tensor.basic import AllocEmpty
 from aesara.tensor.random.op import RandomVariable
-from aesara.tensor.type import TensorType
+from aesara.tensor.type import DenseTensorType, TensorType
 
 from aejax.linker.checks import NeedsChecks
 from aejax.linker.concrete import is_shape_failure, is_traced
@@ -42,13 +42,19 @@ FOLD_LIMIT = 64
 """Largest number of elements a value may have to be computed with numpy while tracing."""
 
 
-def _numeric(var: Variable) -> bool:
-    return isinstance(var.type, (TensorType, ScalarType))
+def is_numeric(var: Variable) -> bool:
+    """Whether ``var`` is a dense tensor or a scalar (sparse tensors are not)."""
+    return isinstance(var.type, (DenseTensorType, ScalarType))
 
 
-def _host_value(value: Any, var: Variable) -> Any:
-    if isinstance(var.type, TensorType):
-        return np.asarray(value, dtype=var.type.dtype)
+def host_value(value: Any, var: Variable) -> Any:
+    """``value`` as the numpy value ``var``'s ``perform`` takes.
+
+    Arrays are copied: ``perform`` may write to its inputs, and values from
+    constants or JAX callbacks must not change (or are read-only).
+    """
+    if isinstance(var.type, DenseTensorType):
+        return np.array(value, dtype=var.type.dtype)
     if isinstance(var.type, ScalarType):
         return np.dtype(var.type.dtype).type(value)
     return value
@@ -58,10 +64,10 @@ def _foldable(node: Apply, args: Sequence[Any]) -> bool:
     # AllocEmpty's values are not a function of its inputs; a Scan's perform is a Python loop.
     if isinstance(node.op, (Scan, RandomVariable, AllocEmpty)):
         return False
-    if not all(_numeric(out) for out in node.outputs):
+    if not all(is_numeric(out) for out in node.outputs):
         return False
     return not any(is_traced(arg) for arg in args) and all(
-        np.size(arg) <= FOLD_LIMIT for arg, var in zip(args, node.inputs) if _numeric(var)
+        np.size(arg) <= FOLD_LIMIT for arg, var in zip(args, node.inputs) if is_numeric(var)
     )
 
 
@@ -77,7 +83,7 @@ def perform(node: Apply, host_args: Sequence[Any]) -> list[Any]:
 def fold(node: Apply, args: Sequence[Any]) -> list[Any] | None:
     """Compute ``node`` with numpy through ``perform``; ``None`` if that is not possible."""
     try:
-        results = perform(node, [_host_value(arg, var) for arg, var in zip(args, node.inputs)])
+        results = perform(node, [host_value(arg, var) for arg, var in zip(args, node.inputs)])
     except (MethodNotDefined, NotImplementedError):
         return None
     if any(np.size(result) > FOLD_LIMIT for result in results):
@@ -114,10 +120,10 @@ def reference_failure(node: Apply, args: Sequence[Any]) -> Exception | None:
     Traced arguments are replaced by zeros of their shape and dtype: this tells
     inputs that do not fit (shapes) apart from a fault of the lowering.
     """
-    if not all(_numeric(var) for var in node.inputs) or any(isinstance(a, RUN_TIME_LENGTH) for a in args):
+    if not all(is_numeric(var) for var in node.inputs) or any(isinstance(a, RUN_TIME_LENGTH) for a in args):
         return None
     host_args = [
-        np.zeros(np.shape(arg), var.type.dtype) if is_traced(arg) else _host_value(arg, var)
+        np.zeros(np.shape(arg), var.type.dtype) if is_traced(arg) else host_value(arg, var)
         for arg, var in zip(args, node.inputs)
     ]
     try:

@@ -26,7 +26,7 @@ from aesara.tensor.random.type import RandomStateType
 from aesara.tensor.type import DenseTensorType
 
 from aejax.linker.errors import LoweringError
-from aejax.linker.lowering import fold, lookup, perform
+from aejax.linker.lowering import fold, host_value, is_numeric, lookup, perform
 from aejax.linker.static_inputs import caller_stacklevel
 
 _NO_PERFORM = {cls.perform for cls in (Op, _NoPythonOp, _NoPythonCOp, _NoPythonExternalCOp)}
@@ -39,10 +39,6 @@ class CallbackWarning(UserWarning):
     """An Op without a JAX lowering runs its Python ``perform`` on the host."""
 
 
-def _numeric(var: Variable) -> bool:
-    return isinstance(var.type, (DenseTensorType, ScalarType))
-
-
 def _is_jax_value(value: Any) -> bool:
     return isinstance(value, (jax.Array, jax.core.Tracer))
 
@@ -53,7 +49,7 @@ def host_fallback_problem(op: Any, node: Apply | None) -> str | None:
         return "no node was given to run its perform"
     if type(op).perform in _NO_PERFORM:
         return "it has no Python perform to run on the host instead"
-    others = [str(out.type) for out in node.outputs if not _numeric(out)]
+    others = [str(out.type) for out in node.outputs if not is_numeric(out)]
     if others:
         return f"its outputs of types {', '.join(others)} cannot come back from a host callback"
     return None
@@ -105,7 +101,7 @@ def perform_callback(
         shapes = output_shapes(node, args, selected)
         staged = [i for i, arg in enumerate(args) if _is_jax_value(arg)]
         for i in staged:
-            if i not in converters and not _numeric(node.inputs[i]):
+            if i not in converters and not is_numeric(node.inputs[i]):
                 raise LoweringError(
                     f"input {node.inputs[i]} of node {node} (Op {node.op}) is a JAX value of type "
                     f"{node.inputs[i].type}, which cannot cross a host callback; register a JAX "
@@ -120,7 +116,7 @@ def perform_callback(
             for i, value in zip(staged, staged_values):
                 values[i] = value
             inputs = [
-                converters[i](np.asarray(v)) if i in converters else _host_input(v, var)
+                converters[i](np.asarray(v)) if i in converters else host_value(v, var)
                 for i, (v, var) in enumerate(zip(values, node.inputs))
             ]
             results = perform(node, inputs)
@@ -143,15 +139,6 @@ def perform_callback(
         return list(results)
 
     return callback
-
-
-def _host_input(value: Any, var: Variable) -> Any:
-    # A copy: perform may write to its inputs, and callback arguments can be read-only.
-    if isinstance(var.type, DenseTensorType):
-        return np.array(value, dtype=var.type.dtype)
-    if isinstance(var.type, ScalarType):
-        return np.dtype(var.type.dtype).type(value)
-    return value
 
 
 def _host_output(node: Apply, index: int, value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
