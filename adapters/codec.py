@@ -85,6 +85,12 @@ class StateCodec(Protocol):
     ----------
     spec
         Which backend and Type the codec serves, and its version.
+    host_is_backend
+        Optional, ``False`` if absent. ``True`` when every value `Type.filter`
+        returns is already valid backend storage, so a linker may hand values
+        Aesara has filtered to the backend without calling `encode` (which
+        would only check them) and check them once, while tracing, with
+        `validate`.
     """
 
     spec: "CodecSpec"

@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 import jax
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 
 from aejax.adapters.codec import CodecError, PayloadError
 from aejax.adapters.schemas import (
@@ -79,9 +80,18 @@ def _check_array(type: Any, value: Any, shape: tuple[Any, ...]) -> None:
 
 
 class _ArrayCodec:
-    """Shared behaviour of the tensor and scalar codecs."""
+    """Shared behaviour of the tensor and scalar codecs.
+
+    `Type.filter` already gives arrays of the Type's dtype and shape, which
+    is all `encode` checks: so ``host_is_backend``, unless a subclass
+    encodes differently.
+    """
 
     spec: CodecSpec
+
+    @property
+    def host_is_backend(self) -> bool:
+        return type(self).encode is _ArrayCodec.encode
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -99,6 +109,7 @@ class _ArrayCodec:
     def validate(self, backend_value: Any, type: Any) -> None:
         if not isinstance(backend_value, (jax.Array, np.ndarray, np.generic)):
             raise PayloadError(type, "<value>", "a jax.Array or numpy array", backend_value)
+        _check_x64(type, np.dtype(type.dtype))
         _check_array(type, backend_value, self._shape(type))
 
     def payload_spec(self, type: Any) -> ArrayPayloadSpec:
@@ -140,10 +151,6 @@ def _same_state_dict(a: Any, b: Any) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.array_equal(a, b)
     return a == b
-
-
-def _words_to_int(words: np.ndarray) -> int:
-    return int.from_bytes(words.astype("<u4").tobytes(), "little")
 
 
 def _int_to_words(value: int, count: int) -> np.ndarray:
@@ -207,8 +214,9 @@ class PRNGKeyCodec:
         words = np.asarray(words, dtype=np.uint32)
         if words.shape != self.key_shape:
             raise PayloadError(type, "key_data.shape", str(self.key_shape), words)
-        host = self.host_from_state(self.embed(words.ravel()))
-        remembered = (host, self.raw_state(host), words)
+        state = self.embed(words.ravel())
+        host = self.host_from_state(state)
+        remembered = (host, state, words)
         with self._recent_lock:
             if len(self._recent) >= self.recent_limit:
                 self._recent.pop(next(iter(self._recent)))
@@ -257,12 +265,11 @@ class PRNGKeyCodec:
         """The first ``key_words`` words of an embedding laid out like ``state``."""
         raise NotImplementedError
 
-    def _state_words(self, words: np.ndarray) -> np.ndarray:
-        extra = 4 * (self.state_words - words.size)
-        stream = hashlib.shake_256(
-            _EMBED_TAG + self.impl.encode() + b"\0" + words.astype("<u4").tobytes()
-        ).digest(extra)
-        return np.concatenate([words, np.frombuffer(stream, dtype="<u4")]).astype(np.uint32)
+    def _state_bytes(self, words: np.ndarray) -> bytes:
+        """The ``state_words`` little-endian words of an embedding: ``words``, then a SHAKE-256 stream."""
+        leading = words.astype("<u4").tobytes()
+        extra = 4 * self.state_words - len(leading)
+        return leading + hashlib.shake_256(_EMBED_TAG + self.impl.encode() + b"\0" + leading).digest(extra)
 
     def _embedded_words(self, state: RNGState) -> np.ndarray | None:
         words = self.leading_words(state)
@@ -276,6 +283,20 @@ class PRNGKeyCodec:
             digest_size=4 * self.key_words,
         ).digest()
         return np.frombuffer(digest, dtype="<u4").astype(np.uint32)
+
+
+class _Unseeded(ISeedSequence):
+    """Zeros as seed words: for bit generators whose state is set right after.
+
+    Seeding with an integer runs numpy's `SeedSequence` (about 20 us for
+    PCG64), which a decoded key would overwrite at once.
+    """
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
+        return np.zeros(n_words, dtype)
+
+
+_UNSEEDED = _Unseeded()
 
 
 def _parsed_state(
@@ -302,7 +323,7 @@ class RandomGeneratorCodec(PRNGKeyCodec):
         )
 
     def host_from_state(self, state: dict[str, Any]) -> np.random.Generator:
-        bit_generator = np.random.PCG64(0)
+        bit_generator = np.random.PCG64(_UNSEEDED)
         bit_generator.state = state
         return np.random.Generator(bit_generator)
 
@@ -310,10 +331,13 @@ class RandomGeneratorCodec(PRNGKeyCodec):
         return host_value.bit_generator.state
 
     def embed(self, words: np.ndarray) -> dict[str, Any]:
-        full = self._state_words(words)
+        full = self._state_bytes(words)
         return {
             "bit_generator": "PCG64",
-            "state": {"state": _words_to_int(full[:4]), "inc": _words_to_int(full[4:]) | 1},
+            "state": {
+                "state": int.from_bytes(full[:16], "little"),
+                "inc": int.from_bytes(full[16:], "little") | 1,
+            },
             "has_uint32": 0,
             "uinteger": 0,
         }
@@ -336,7 +360,7 @@ class RandomStateCodec(PRNGKeyCodec):
         )
 
     def host_from_state(self, state: dict[str, Any]) -> np.random.RandomState:
-        host = np.random.RandomState(np.random.MT19937(0))
+        host = np.random.RandomState(np.random.MT19937(_UNSEEDED))
         host.set_state(state)
         return host
 
@@ -349,7 +373,7 @@ class RandomStateCodec(PRNGKeyCodec):
     def embed(self, words: np.ndarray) -> dict[str, Any]:
         return {
             "bit_generator": "MT19937",
-            "state": {"key": self._state_words(words), "pos": 624},
+            "state": {"key": np.frombuffer(self._state_bytes(words), "<u4").astype(np.uint32), "pos": 624},
             "has_gauss": 0,
             "gauss": 0.0,
         }

@@ -9,7 +9,7 @@ applied to backend values.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
@@ -28,8 +28,10 @@ BACKEND = "jax"
 class BoundaryValue:
     """One input or output of the compiled graph: its variable, codec and storage cell.
 
-    An array crosses the jit boundary as itself (`enter`/`leave` are the
-    identity); see `KeyBoundaryValue` for random states.
+    A value crosses the jit boundary in the form the codec's `encode` gives;
+    when the codec says ``host_is_backend`` (arrays), the filtered host value
+    crosses as it is and is validated once, while the program is traced.
+    See `KeyBoundaryValue` for random states.
     """
 
     def __init__(self, variable: Variable, codec: StateCodec, storage: list[Any]) -> None:
@@ -39,11 +41,14 @@ class BoundaryValue:
         self._type = variable.type
         self._encode = codec.encode
         self._decode = codec.decode
+        self.passes_through = bool(getattr(codec, "host_is_backend", False))
 
-    def encode(self) -> Any:
-        """The host value in the storage cell, in boundary form."""
+    def encode(self, host_value: Any) -> Any:
+        """A host value of this cell in boundary form."""
+        if self.passes_through:
+            return host_value
         try:
-            return self._encode(self.storage[0], self._type)
+            return self._encode(host_value, self._type)
         except Exception as error:
             raise self.failure("input", error) from error
 
@@ -63,6 +68,11 @@ class BoundaryValue:
 
     def enter(self, value: Any) -> Any:
         """Boundary form -> the value inside the traced function."""
+        if self.passes_through:
+            try:
+                self.codec.validate(value, self._type)
+            except Exception as error:
+                raise self.failure("input", error) from error
         return value
 
     def leave(self, value: Any) -> Any:
@@ -81,6 +91,7 @@ class KeyBoundaryValue(BoundaryValue):
     def __init__(self, variable: Variable, codec: StateCodec, storage: list[Any], impl: str) -> None:
         super().__init__(variable, codec, storage)
         self.impl = impl
+        self.passes_through = False
         self._encode = codec.encode_words  # type: ignore[attr-defined]
         self._decode = lambda words, type: codec.decode_words(np.asarray(words), type)  # type: ignore[attr-defined]
 
@@ -108,6 +119,26 @@ def boundary(variables: list[Variable], storage_map: dict[Variable, list[Any]]) 
         else:
             cells.append(BoundaryValue(var, codec, storage_map[var]))
     return cells
+
+
+class HostCall:
+    """Run a `GraphProgram` on host values: encode the inputs, call it, decode the outputs.
+
+    Decoding finishes before anything is returned, so a call that fails
+    leaves no partial result behind.
+    """
+
+    def __init__(self, program: GraphProgram) -> None:
+        self.program = program
+        self._encoders = [None if cell.passes_through else cell.encode for cell in program.input_cells]
+        self._encodes = any(self._encoders)
+        self._decoders = [cell.decode for cell in program.output_cells]
+
+    def __call__(self, host_values: Sequence[Any]) -> list[Any]:
+        if self._encodes:
+            host_values = [v if encode is None else encode(v) for encode, v in zip(self._encoders, host_values)]
+        results = self.program(*host_values)
+        return [decode(r) for decode, r in zip(self._decoders, results)]
 
 
 class JAXCodecLinker(JITLinker):
@@ -138,13 +169,12 @@ class JAXCodecLinker(JITLinker):
         self, compute_map: Any, order: Any, input_storage: Any, output_storage: Any, storage_map: Any
     ) -> tuple[list[Callable[[], None]], list[Any], GraphProgram]:
         program = self.jit_compile(self.fgraph_convert(self.fgraph, storage_map=storage_map))
-        encoders = [cell.encode for cell in program.input_cells]
-        outputs = [(cell.decode, cell.storage, compute_map[cell.variable]) for cell in program.output_cells]
+        call = HostCall(program)
+        inputs = [cell.storage for cell in program.input_cells]
+        outputs = [(cell.storage, compute_map[cell.variable]) for cell in program.output_cells]
 
         def thunk() -> None:
-            results = program(*[encode() for encode in encoders])
-            decoded = [decode(value) for (decode, _, _), value in zip(outputs, results)]
-            for (_, storage, computed), value in zip(outputs, decoded):
+            for (storage, computed), value in zip(outputs, call([cell[0] for cell in inputs])):
                 storage[0] = value
                 computed[0] = True
 

@@ -2,7 +2,8 @@
 
 Its rewrites are the query `aejax.linker.rewrites.JAX_REWRITES` (see that
 module for which of Aesara's rewrites it selects and why); its linker is
-`JAXCodecLinker`. It is an ordinary Aesara `Mode`: ``including``,
+`JAXCodecLinker`; its compiled functions are `AejaxFunction`s
+(`aejax.linker.function`). It is an ordinary Aesara `Mode`: ``including``,
 ``excluding``, ``requiring`` and ``clone`` return modes on the same linker,
 and it pickles.
 
@@ -16,12 +17,20 @@ from __future__ import annotations
 
 from aesara.compile.mode import Mode, predefined_modes, register_mode
 
+from aejax.linker.function import AejaxFunctionMaker
 from aejax.linker.linker import JAXCodecLinker
 from aejax.linker.rewrites import JAX_REWRITES
 
 MODE_NAME = "AEJAX"
 
-mode = Mode(linker=JAXCodecLinker(), optimizer=JAX_REWRITES)
+
+class AejaxMode(Mode):
+    """An Aesara `Mode` whose functions are `AejaxFunction`s (through ``function_maker``)."""
+
+    function_maker = AejaxFunctionMaker
+
+
+mode = AejaxMode(linker=JAXCodecLinker(), optimizer=JAX_REWRITES)
 """The aejax JAX mode: pass ``mode=aejax.linker.mode`` or ``mode="AEJAX"``."""
 
 if MODE_NAME not in predefined_modes:

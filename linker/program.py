@@ -105,6 +105,7 @@ class GraphProgram:
         self.output_cells = list(exits)
         self._entry_of = dict(zip(self.inputs, entries))
         self._lock = threading.Lock()
+        self._ragged_outputs = False  # set while tracing: some output may be of run-time length
         self.plan = Plan(segments=self._segments(frozenset(), frozenset()))
 
     @property
@@ -118,7 +119,7 @@ class GraphProgram:
             try:
                 if len(plan.segments) == 1:
                     results = plan.segments[0].program(*args)
-                    return tuple(map(on_host, results)) if any(isinstance(r, RUN_TIME_LENGTH) for r in results) else results
+                    return tuple(map(on_host, results)) if self._ragged_outputs else results
                 return self._run_segments(plan, args)
             except NeedsSplit as split:
                 self._split(plan, split)
@@ -164,6 +165,8 @@ class GraphProgram:
 
         def boundary_fn(*values: Any) -> tuple[Any, ...]:
             results = inner(*[e.enter(v) for e, v in zip(entries, values)])
+            if any(isinstance(r, RUN_TIME_LENGTH) for r in results):
+                self._ragged_outputs = True
             return tuple(r if isinstance(r, RUN_TIME_LENGTH) else x.leave(r) for x, r in zip(exits, results))
 
         return Segment(self.inputs, self.outputs, StaticInputProgram(self.inputs, boundary_fn))

@@ -108,6 +108,7 @@ class StaticInputProgram:
         self._discovered = _Discovered()
         self._lock = threading.Lock()
         self._warned = False
+        self._recent: tuple[Any, ...] = (None, None, None)  # (discovered, key, program) of the last call
 
     @property
     def static_positions(self) -> tuple[int, ...]:
@@ -134,12 +135,16 @@ class StaticInputProgram:
             key = tuple(np.asarray(a).item() if i in statics else _shape_key(a) for i, a in enumerate(args))
         else:
             key = tuple([a.shape if hasattr(a, "shape") else _shape_key(a) for a in args])
+        recent_discovered, recent_key, program = self._recent
+        if recent_discovered is discovered and recent_key == key:
+            return program
         program = self.programs.get(key)
         if program is None:
             program = self.programs.add(key, self._compile(discovered, key))
             if self.programs.evicted and not self._warned:
                 self._warned = True
                 self._warn_recompiling()
+        self._recent = (discovered, key, program)
         return program
 
     @staticmethod

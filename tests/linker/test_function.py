@@ -1,0 +1,103 @@
+"""AejaxFunction: its direct call behaves as Aesara's `Function.__call__` does."""
+
+import copy
+import pickle
+
+import aesara
+import aesara.tensor as at
+import numpy as np
+import pytest
+from aesara.compile.io import In
+
+import aejax.linker
+from aejax.linker.function import AejaxFunction
+from tests.reference import REFERENCE
+
+
+def _both(inputs, outputs, **kwargs):
+    return [aesara.function(inputs, outputs, mode=mode, **kwargs) for mode in (REFERENCE, aejax.linker.mode)]
+
+
+def _same(a, b):
+    assert type(a) is type(b)
+    if isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            _same(a[k], b[k])
+    elif a is not None:
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        np.testing.assert_allclose(a, b)
+
+
+def test_mode_builds_aejax_functions_with_a_direct_call():
+    x = at.dvector("x")
+    f = aesara.function([x], x + 1, mode=aejax.linker.mode)
+    assert isinstance(f, AejaxFunction)
+    assert f._direct is not None
+    assert isinstance(aesara.function([x], x + 1, mode=aejax.linker.mode.excluding("fusion")), AejaxFunction)
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [lambda x, y: x * y, lambda x, y: [x * y, (x + y).sum()], lambda x, y: {"prod": x * y, "sum": x + y}],
+    ids=["single", "list", "dict"],
+)
+def test_direct_call_returns_what_aesara_returns(outputs):
+    x, y = at.dvector("x"), at.dscalar("y")
+    reference, ours = _both([x, y], outputs(x, y))
+    args = (np.arange(3.0), 2.0)
+    _same(reference(*args), ours(*args))
+
+
+def test_arguments_are_converted_as_aesara_converts_them():
+    x, n = at.dvector("x"), at.lscalar("n")
+    reference, ours = _both([x, n], x * n)
+    for args in [([1, 2, 3], 2), (np.arange(3, dtype="int32"), np.int8(2)), (np.arange(6.0)[::2], 3)]:
+        _same(reference(*args), ours(*args))
+
+
+@pytest.mark.parametrize("bad", [np.ones((2, 2)), np.ones(3, dtype="complex128"), "text"], ids=["rank", "dtype", "str"])
+def test_bad_argument_raises_aesaras_own_error(bad):
+    x = at.dvector("x")
+    reference, ours = _both([x], x + 1)
+    with pytest.raises(Exception) as expected:
+        reference(bad)
+    with pytest.raises(expected.type) as got:
+        ours(bad)
+    assert str(got.value) == str(expected.value)
+
+
+def test_keywords_and_defaults_take_aesaras_path():
+    x, y = at.dvector("x"), at.dscalar("y")
+    outputs = [x * y, x + y]
+    reference, ours = _both([x, In(y, value=3.0)], outputs)
+    assert ours._direct is None  # an input with a default value
+    _same(reference(np.ones(2)), ours(np.ones(2)))
+    reference, ours = _both([x, y], outputs)
+    _same(reference(x=np.ones(2), y=2.0), ours(x=np.ones(2), y=2.0))
+
+
+def test_updates_reach_shared_variables_and_copies_keep_their_own():
+    x = at.dscalar("x")
+    totals = [aesara.shared(np.float64(0.0)) for _ in range(2)]
+    functions = [
+        aesara.function([x], total * 2, updates={total: total + x}, mode=mode)
+        for total, mode in zip(totals, (REFERENCE, aejax.linker.mode))
+    ]
+    for value in (1.0, 2.5):
+        _same(*[f(value) for f in functions])
+    assert totals[1].get_value() == totals[0].get_value() == 3.5
+    twin = functions[1].copy(swap={totals[1]: aesara.shared(np.float64(10.0))})
+    assert twin(1.0) == 20.0 and totals[1].get_value() == 3.5
+
+
+def test_function_copies_and_pickles_as_an_aejax_function():
+    x = at.dvector("x")
+    f = aesara.function([x], x * 2, mode=aejax.linker.mode)
+    for g in (copy.copy(f), pickle.loads(pickle.dumps(f))):
+        assert isinstance(g, AejaxFunction)
+        np.testing.assert_array_equal(g(np.arange(3.0)), np.arange(3.0) * 2)
