@@ -73,7 +73,10 @@ def argument_filter(container: Any) -> Callable[[Any], Any]:
     """``container``'s `Type.filter` with its call options, skipped for arrays it would return as they are.
 
     A numpy array of a `TensorType`'s exact dtype and rank, aligned, passes
-    the filter unchanged when the Type fixes no dimension and checks no values.
+    the filter unchanged when the Type fixes no dimension and checks no values;
+    for a 0-d Type, a numpy scalar of its dtype (or a Python number of the same
+    kind and precision) becomes a 0-d array of it, as the filter would make it
+    unless it is strict.
     """
     type_ = container.type
     options = {"strict": container.strict, "allow_downcast": container.allow_downcast}
@@ -85,13 +88,22 @@ def argument_filter(container: Any) -> Callable[[Any], Any]:
     if not plain or any(s is not None for s in type_.shape):
         return full
     dtype, ndim = type_.numpy_dtype, type_.ndim
+    scalars = _exact_scalar_types(dtype) if ndim == 0 and not container.strict else ()
 
     def fast(value: Any) -> Any:
         if type(value) is np.ndarray and value.dtype == dtype and value.ndim == ndim and value.flags.aligned:
             return value
+        if type(value) in scalars:
+            return np.asarray(value, dtype)
         return full(value)
 
     return fast
+
+
+def _exact_scalar_types(dtype: np.dtype) -> tuple[type, ...]:
+    """Python and numpy scalar types whose values ``dtype`` holds exactly (an int only if it fits)."""
+    python = {np.dtype("float64"): (float,), np.dtype("int64"): (int,), np.dtype("bool"): (bool,)}
+    return (dtype.type, *python.get(dtype, ()))
 
 
 class BadArgument(Exception):

@@ -60,9 +60,25 @@ def test_arguments_are_converted_as_aesara_converts_them():
         _same(reference(*args), ours(*args))
 
 
-@pytest.mark.parametrize("bad", [np.ones((2, 2)), np.ones(3, dtype="complex128"), "text"], ids=["rank", "dtype", "str"])
+@pytest.mark.parametrize("scalar", [2, 2.5, np.float64(2.5), np.int64(3), np.float32(1.5), np.array(4.0), True])
+def test_scalar_arguments_are_converted_as_aesara_converts_them(scalar):
+    a, n = at.dscalar("a"), at.lscalar("n")
+    for var in (a, n):
+        reference, ours = _both([var], var * 2)
+        try:
+            expected = reference(scalar)
+        except TypeError:
+            with pytest.raises(TypeError):
+                ours(scalar)
+        else:
+            _same(expected, ours(scalar))
+
+
+@pytest.mark.parametrize(
+    "bad", [np.ones((2, 2)), np.ones(3, dtype="complex128"), "text", 2**70], ids=["rank", "dtype", "str", "huge-int"]
+)
 def test_bad_argument_raises_aesaras_own_error(bad):
-    x = at.dvector("x")
+    x = at.lscalar("x") if isinstance(bad, int) else at.dvector("x")
     reference, ours = _both([x], x + 1)
     with pytest.raises(Exception) as expected:
         reference(bad)
