@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
-from aesara.graph.basic import Apply, Constant, NoParams, Variable
+from aesara.graph.basic import Apply, Constant, NoParams, Variable, ancestors
 from aesara.graph.fg import FunctionGraph
 from aesara.graph.utils import MethodNotDefined
 from aesara.scalar.basic import ScalarType
@@ -215,8 +215,24 @@ class LoweredGraph:
         env: dict[Variable, Any] = dict(zip(self.inputs, inputs))
         for node, fn in self.steps:
             args = [lookup(env, var) for var in node.inputs]
-            env.update(zip(node.outputs, run_node(node, _taking_run_time_lengths(node, fn, args), args)))
+            try:
+                env.update(zip(node.outputs, run_node(node, _taking_run_time_lengths(node, fn, args), args)))
+            except LoweringError as error:
+                if error.needs_static and error.node is node:
+                    _split_after_run_time_length(node, env, self.inputs)
+                raise
         return tuple(lookup(env, var) for var in self.outputs)
+
+
+def _split_after_run_time_length(node: Apply, env: dict[Variable, Any], inputs: Sequence[Variable]) -> None:
+    """Raise `NeedsSplit` if a shape ``node`` needs comes from a value of run-time length made in ``env``.
+
+    After the split the value enters the next program from the host, where its
+    length is known (``zeros(trace.shape[0])`` of an until-loop's trace).
+    """
+    for var in ancestors(node.inputs, blockers=inputs):
+        if var.owner is not None and var not in inputs and isinstance(env.get(var), (Ragged, Masked)):
+            raise NeedsSplit(var.owner)
 
 
 def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:

@@ -67,3 +67,15 @@ def test_split_programs_are_reused_per_length():
     first = f(1.0, 2.0)
     assert len(f.vm.jit_fn.segments) == 2
     np.testing.assert_allclose(f(1.0, 2.0), first)
+
+
+@pytest.mark.kind("until")
+@pytest.mark.parametrize(
+    "use",
+    [lambda o: at.zeros(o.shape[0]) + o, lambda o: at.arange(o.shape[0]) * o, lambda o: at.ones((o.shape[0], 2)).sum(0)],
+    ids=["zeros(len)+trace", "arange(len)*trace", "ones((len, 2))"],
+)
+def test_arrays_sized_by_the_run_time_length(use):
+    inputs, out = newton_sqrt()
+    for a in (2.0, 1e6, 3.0):
+        assert_matches_reference(inputs, use(out), 1.0, a)
