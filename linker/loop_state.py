@@ -127,3 +127,21 @@ def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: Any, stops_
         return laid_out
     length = jnp.where(filled < size, size - (max_steps - steps), size)
     return Ragged(laid_out, length)
+
+
+def last_states(history: Any, filled: Any, length: Any) -> Ragged:
+    """The last ``length`` states of a history, as a circular buffer of ``length`` rows leaves them.
+
+    ``history`` holds the last of ``filled`` states in order (`ordered_history`
+    of a buffer at least as long as ``length``); a buffer of a run-time
+    ``length`` shorter than the history keeps only its last states, in
+    order, and a longer one is zero-padded. In numpy terms, for a history
+    ``h`` of ``filled`` states: ``h[max(filled - length, 0):][:length]``,
+    padded with zero rows to ``length``.
+    """
+    size = history.shape[0]
+    held = jnp.minimum(filled, size)
+    positions = jnp.maximum(held - length, 0) + jnp.arange(size)
+    rows = history[jnp.clip(positions, 0, size - 1)]
+    kept = (positions < held).reshape((size,) + (1,) * (history.ndim - 1))
+    return Ragged(jnp.where(kept, rows, jnp.zeros_like(rows)), length)

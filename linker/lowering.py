@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from aesara.graph.basic import Apply, Constant, NoParams, Variable, ancestors
 from aesara.graph.fg import FunctionGraph
@@ -32,11 +33,12 @@ from aesara.tensor.basic import AllocEmpty
 from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.type import DenseTensorType, TensorType
 
+from aejax.linker.bounds import length_bound
 from aejax.linker.checks import NeedsChecks
 from aejax.linker.concrete import is_shape_failure, is_traced
 from aejax.linker.errors import InvalidValueError, LoweringError, NodeTypeError, NodeValueError, NotStaticError
 from aejax.linker import masked
-from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, RangeRows
+from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, RangeRows, rows_padded
 
 FOLD_LIMIT = 64
 """Largest number of elements a value may have to be computed with numpy while tracing."""
@@ -193,12 +195,15 @@ class LoweredGraph:
 
     Calling it returns the tuple of outputs. A value of run-time length may
     be a graph output, or the input of a lowering that accepts it: a `Ragged`
-    trace where the lowering says ``accepts_ragged`` (e.g. indexing its last
-    row), a `RangeRows` where it says ``accepts_range`` (a Scan sequence; any
-    other use needs the range's bounds while tracing), a `Masked` selection where it says ``accepts_masked`` or the node
-    works row by row (`aejax.linker.masked`). Any other consumer raises
+    value where the lowering says ``accepts_ragged`` (indexing, updates,
+    Scans) or the node is elementwise or a reduction; a `RangeRows` where it
+    says ``accepts_range`` (a Scan sequence), else as a `Ragged` buffer of
+    its bound from the graph (`aejax.linker.bounds`) when there is one; a
+    `Masked` selection where it says ``accepts_masked`` or the node works
+    row by row (`aejax.linker.masked`). Any other consumer raises
     `NeedsSplit`, asking the linker to end the jit program after the node
-    that made it.
+    that made it; so does a shape that needs such a value's length while
+    tracing.
     """
 
     def __init__(self, inputs: Sequence[Variable], outputs: Sequence[Variable], steps: Sequence[Step]) -> None:
@@ -237,9 +242,14 @@ def _split_after_run_time_length(node: Apply, env: dict[Variable, Any], inputs: 
 
 def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
     """``fn``, made to take the values of run-time length among ``args``; else `NeedsSplit`."""
+    if not getattr(fn, "accepts_range", False):
+        bounded = [_bounded_range(var, arg) if isinstance(arg, RangeRows) else arg for var, arg in zip(node.inputs, args)]
+        if any(b is not a for b, a in zip(bounded, args)):
+            taking = _taking_run_time_lengths(node, fn, bounded)
+            return lambda *values: taking(*bounded)
+    if any(isinstance(arg, Ragged) for arg in args) and not getattr(fn, "accepts_ragged", False):
+        return _taking_ragged(node, fn, args)
     for var, arg in zip(node.inputs, args):
-        if isinstance(arg, Ragged) and not getattr(fn, "accepts_ragged", False):
-            raise NeedsSplit(var.owner)
         if isinstance(arg, RangeRows) and not getattr(fn, "accepts_range", False):
             return _needing_bounds(var)
     if not any(isinstance(arg, Masked) for arg in args) or getattr(fn, "accepts_masked", False):
@@ -249,6 +259,46 @@ def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence
     if masked.is_reduction(node):
         return lambda x: masked.reduction(node, fn, x)
     raise NeedsSplit(next(var.owner for var, arg in zip(node.inputs, args) if isinstance(arg, Masked)))
+
+
+def _bounded_range(var: Variable, value: RangeRows) -> RangeRows | Ragged:
+    """A lazy arange as a `Ragged` buffer of its bound from the graph, if it has one."""
+    bound = length_bound(var)
+    return value if bound is None else value.as_ragged(bound)
+
+
+def _taking_ragged(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
+    """``fn`` for `Ragged` arguments: elementwise on their buffers, reductions over masked rows; else `NeedsSplit`."""
+    if masked.is_elementwise(node):
+        return lambda *values: ragged_elementwise(node, fn, values)
+    if masked.is_reduction(node):
+        return lambda x: ragged_reduction(node, fn, x)
+    raise NeedsSplit(next(var.owner for var, arg in zip(node.inputs, args) if isinstance(arg, Ragged)))
+
+
+def ragged_reduction(node: Apply, fn: Callable[..., Any], x: Ragged) -> Any:
+    """A reduction of a `Ragged` value: over its rows as a `Masked` value, else row by row (still ragged)."""
+    if node.op.axis is not None and 0 not in node.op.axis:
+        return Ragged(fn(x.buffer), x.length)
+    return masked.reduction(node, fn, x.as_masked())
+
+
+def ragged_elementwise(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """An elementwise node with `Ragged` arguments, computed on every buffer row.
+
+    Aesara's shapes agree at run time, so a ragged argument is as long as any
+    full-length argument: then the result is cut to that static length;
+    otherwise it is ragged, its buffer as long as the longest.
+    """
+    ndim = node.outputs[0].type.ndim
+    static = [a.shape[0] for a in args if not isinstance(a, Ragged) and jnp.ndim(a) == ndim and jnp.shape(a)[0] != 1]
+    rows = static[0] if static else max(a.buffer.shape[0] for a in args if isinstance(a, Ragged))
+    values = [rows_padded(a.buffer, rows) if isinstance(a, Ragged) else a for a in args]
+    out = fn(*values)
+    if static:
+        return out
+    length = next(a.length for a in args if isinstance(a, Ragged))
+    return type(out)(Ragged(o, length) for o in out) if isinstance(out, (tuple, list)) else Ragged(out, length)
 
 
 def _needing_bounds(var: Variable) -> Callable[..., Any]:

@@ -18,9 +18,13 @@ class Ragged:
     """A buffer whose first ``length`` rows are the value; the rest is padding.
 
     A `Scan` with an ``until`` condition returns its traces this way: how
-    many steps it ran is known only at run time. A `Ragged` value may leave a
-    jit program, where it is trimmed (`trim`); a node of the same program
-    cannot consume it, so the linker splits the program after the node that
+    many steps it ran is known only at run time; so do arrays whose size is
+    computed from such a length, with a buffer as long as the graph's bound
+    (`aejax.linker.bounds`). A `Ragged` value may leave a jit program, where
+    it is trimmed (`trim`). Inside the program, lowerings that say
+    ``accepts_ragged`` take it (indexing, slicing, updates, Scans), as do
+    elementwise Ops and reductions over its rows (`aejax.linker.lowering`);
+    for any other consumer the linker splits the program after the node that
     makes it.
     """
 
@@ -38,6 +42,23 @@ class Ragged:
         """The value: the buffer cut to its run-time length (outside jit; numpy, so no
         program is compiled per length)."""
         return np.asarray(self.buffer)[: int(self.length)]
+
+    def as_masked(self) -> "Masked":
+        """The same rows as a `Masked` value (the first ``length`` rows selected)."""
+        return Masked(self.buffer, jnp.arange(self.buffer.shape[0]) < self.length)
+
+    def sliced(self, rows: slice) -> "Ragged":
+        """``value[rows]`` for a slice with a constant step (bounds may be traced), still ragged.
+
+        ``value[start:stop]`` with constant bounds ``>= 0`` cuts the buffer
+        itself (``stop`` bounds the rows); other slices gather their rows.
+        """
+        if _is_cut(rows):
+            start = 0 if rows.start is None else int(rows.start)
+            stop = None if rows.stop is None else int(rows.stop)
+            end = self.length if stop is None else jnp.minimum(self.length, stop)
+            return Ragged(self.buffer[start:stop], jnp.maximum(end - start, 0))
+        return rows_of(self.buffer, self.length, rows)
 
 
 @jax.tree_util.register_pytree_node_class
@@ -98,23 +119,72 @@ class RangeRows:
         return jnp.asarray(self.start + index * self.step).astype(self.dtype)
 
     def sliced(self, rows: slice) -> "RangeRows":
-        """``self[rows]`` for a slice with a positive step (bounds may be traced)."""
-        step = 1 if rows.step is None else int(rows.step)
-        if step <= 0:
-            raise NotStaticError(f"a slice of a run-time arange with step {step} is not supported")
-        first = self._position(rows.start, 0)
-        stop = jnp.maximum(self._position(rows.stop, self.length), first)
-        return RangeRows(self.start + first * self.step, self.step * step, (stop - first + step - 1) // step, self.dtype)
+        """``self[rows]`` for a slice with a constant step (bounds may be traced)."""
+        first, step, count = slice_positions(self.length, rows)
+        return RangeRows(self.start + first * self.step, self.step * step, count, self.dtype)
 
-    def _position(self, bound: Any, default: Any) -> Any:
-        if bound is None:
-            return default
-        return jnp.clip(jnp.where(bound < 0, self.length + bound, bound), 0, self.length)
+    def as_ragged(self, bound: int) -> Ragged:
+        """The rows as a `Ragged` buffer of ``bound`` rows (at least the range's length)."""
+        return Ragged(self.row(jnp.arange(bound)), jnp.minimum(self.length, bound))
 
     def trim(self) -> Any:
         """The value as an array (outside jit)."""
         start, step, length = (np.asarray(v).item() for v in (self.start, self.step, self.length))
         return start + step * np.arange(length, dtype=self.dtype)
+
+
+def _is_cut(rows: slice) -> bool:
+    """Whether ``rows`` is ``start:stop`` with constant bounds ``>= 0`` (either may be absent) and step 1."""
+    bounds_fixed = all(b is None or (not isinstance(b, jax.core.Tracer) and int(b) >= 0) for b in (rows.start, rows.stop))
+    return bounds_fixed and (rows.step is None or (not isinstance(rows.step, jax.core.Tracer) and int(rows.step) == 1))
+
+
+def slice_positions(length: Any, rows: slice) -> tuple[Any, int, Any]:
+    """Where ``x[rows]`` starts in ``x`` of ``length`` rows, its step and its number of rows.
+
+    numpy's rules, with ``length`` and the bounds possibly traced; the step
+    must be a constant.
+    """
+    step = 1 if rows.step is None else _constant_step(rows.step)
+    if step > 0:
+        first = _clipped(rows.start, length, 0, 0, length)
+        stop = _clipped(rows.stop, length, length, 0, length)
+        return first, step, jnp.maximum((stop - first + step - 1) // step, 0)
+    first = _clipped(rows.start, length, length - 1, -1, length - 1)
+    stop = _clipped(rows.stop, length, -1, -1, length - 1)
+    return first, step, jnp.maximum((first - stop - step - 1) // -step, 0)
+
+
+def _constant_step(step: Any) -> int:
+    try:
+        value = int(np.asarray(step).item())
+    except Exception as error:
+        raise NotStaticError(f"the step of a slice of a run-time length must be known while tracing ({error})") from error
+    if value == 0:
+        raise ValueError("slice step cannot be zero")
+    return value
+
+
+def _clipped(bound: Any, length: Any, default: Any, low: Any, high: Any) -> Any:
+    if bound is None:
+        return default
+    return jnp.clip(jnp.where(bound < 0, length + bound, bound), low, high)
+
+
+def rows_padded(buffer: Any, rows: int) -> Any:
+    """``buffer`` cut or zero-padded to ``rows`` rows."""
+    buffer = jnp.asarray(buffer)
+    if buffer.shape[0] >= rows:
+        return buffer[:rows]
+    return jnp.concatenate([buffer, jnp.zeros((rows - buffer.shape[0],) + buffer.shape[1:], buffer.dtype)])
+
+
+def rows_of(buffer: Any, length: Any, rows: slice) -> Ragged:
+    """``x[rows]`` where ``x`` is the first ``length`` rows of ``buffer``, as long a `Ragged` buffer."""
+    first, step, count = slice_positions(length, rows)
+    size = buffer.shape[0]
+    positions = jnp.clip(first + jnp.arange(size) * step, 0, size - 1)
+    return Ragged(jnp.asarray(buffer)[positions], count)
 
 
 RUN_TIME_LENGTH = (Ragged, Masked, RangeRows)

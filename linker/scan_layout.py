@@ -55,6 +55,12 @@ class ScanLayout:
         sizes = [1, self.n_seqs, self.n_mit_mot, self.n_sot, self.n_shared, self.n_nit_sot, self.n_non_seqs]
         return split_by(values, sizes)
 
+    def inner_inputs(self, values: Sequence[Any]) -> list[list[Any]]:
+        """seqs, mit-mot taps (flat), sot taps (flat), shared, non-seqs."""
+        n_mit_mot_taps = sum(map(len, self.mit_mot_in))
+        n_sot_taps = sum(map(len, self.sot_taps))
+        return split_by(values, [self.n_seqs, n_mit_mot_taps, n_sot_taps, self.n_shared, self.n_non_seqs])
+
     def inner_outputs(self, values: Sequence[Any]) -> list[list[Any]]:
         """mit-mot outs (flat), sot, nit-sot, shared, [until condition]."""
         n_mit_mot_outs = sum(map(len, self.mit_mot_out))

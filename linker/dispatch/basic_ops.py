@@ -1,4 +1,4 @@
-"""Lowerings of graph-level Ops: inner graphs and run-time checks."""
+"""Lowerings of graph-level Ops: inner graphs, copies and run-time checks."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any, Callable
 import jax.numpy as jnp
 import numpy as np
 from aesara.compile.builders import OpFromGraph
+from aesara.compile.ops import DeepCopyOp, ViewOp
 from aesara.graph.fg import FunctionGraph
 from aesara.raise_op import CheckAndRaise
 
@@ -32,6 +33,18 @@ def _op_from_graph(op: OpFromGraph, node: Any = None, **kwargs: Any) -> Callable
         return outputs if n_outputs > 1 else outputs[0]
 
     return op_from_graph
+
+
+@jax_funcify.register(DeepCopyOp)
+@jax_funcify.register(ViewOp)
+def _copy_or_view(op: DeepCopyOp | ViewOp, **kwargs: Any) -> Callable[..., Any]:
+    """The value itself: JAX values are immutable, and one of run-time length stays as it is."""
+
+    def copy_or_view(x: Any) -> Any:
+        return x
+
+    copy_or_view.accepts_ragged = copy_or_view.accepts_masked = copy_or_view.accepts_range = True  # type: ignore[attr-defined]
+    return copy_or_view
 
 
 @jax_funcify.register(CheckAndRaise)

@@ -12,7 +12,7 @@ on the host, from a generator seeded by its half of the split key.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -30,15 +30,30 @@ Sampler = Callable[..., Any]
 """``sampler(key, batch_shape, dtype, *params) -> sample``."""
 
 
-def _loc_scale(standard: Callable[..., Any], transform: Callable[[Any], Any] = lambda z: z) -> Sampler:
-    def sample(key: Any, shape: tuple[int, ...], dtype: Any, loc: Any, scale: Any) -> Any:
-        return loc + scale * transform(standard(key, shape, dtype))
+class Standardized(NamedTuple):
+    """A sampler that transforms a draw of a parameter-free standard distribution.
 
-    return sample
+    ``sampler(key, shape, dtype, *params) == finish(standard(key, shape, dtype), *params)``:
+    the draw's randomness does not depend on the parameters, so a Scan can
+    take the standard draws of all its steps before the loop
+    (`aejax.linker.scan_noise`).
+    """
+
+    standard: Callable[[Any, tuple[int, ...], Any], Any]
+    """``standard(key, shape, dtype) -> z``."""
+    finish: Callable[..., Any]
+    """``finish(z, *params) -> sample``."""
+
+    def __call__(self, key: Any, shape: tuple[int, ...], dtype: Any, *params: Any) -> Any:
+        return self.finish(self.standard(key, shape, dtype), *params)
 
 
-def _lognormal(key: Any, shape: tuple[int, ...], dtype: Any, mean: Any, sigma: Any) -> Any:
-    return jnp.exp(mean + sigma * jax.random.normal(key, shape, dtype))
+def _shifted_scaled(z: Any, loc: Any, scale: Any) -> Any:
+    return loc + scale * z
+
+
+def _folded(z: Any, loc: Any, scale: Any) -> Any:
+    return loc + scale * jnp.abs(z)
 
 
 def _wald(key: Any, shape: tuple[int, ...], dtype: Any, mean: Any, scale: Any) -> Any:
@@ -184,16 +199,16 @@ def _f(key: Any, shape: tuple[int, ...], dtype: Any, dfn: Any, dfd: Any) -> Any:
 
 
 SAMPLERS: dict[type, Sampler] = {
-    rv.NormalRV: _loc_scale(jax.random.normal),
-    rv.CauchyRV: _loc_scale(jax.random.cauchy),
-    rv.GumbelRV: _loc_scale(jax.random.gumbel),
-    rv.LaplaceRV: _loc_scale(jax.random.laplace),
-    rv.LogisticRV: _loc_scale(jax.random.logistic),
-    rv.HalfNormalRV: _loc_scale(jax.random.normal, jnp.abs),
-    rv.HalfCauchyRV: _loc_scale(jax.random.cauchy, jnp.abs),
-    rv.LogNormalRV: _lognormal,
-    rv.UniformRV: lambda k, s, d, low, high: jax.random.uniform(k, s, d, low, high),
-    rv.ExponentialRV: lambda k, s, d, scale: scale * jax.random.exponential(k, s, d),
+    rv.NormalRV: Standardized(jax.random.normal, _shifted_scaled),
+    rv.CauchyRV: Standardized(jax.random.cauchy, _shifted_scaled),
+    rv.GumbelRV: Standardized(jax.random.gumbel, _shifted_scaled),
+    rv.LaplaceRV: Standardized(jax.random.laplace, _shifted_scaled),
+    rv.LogisticRV: Standardized(jax.random.logistic, _shifted_scaled),
+    rv.HalfNormalRV: Standardized(jax.random.normal, _folded),
+    rv.HalfCauchyRV: Standardized(jax.random.cauchy, _folded),
+    rv.LogNormalRV: Standardized(jax.random.normal, lambda z, mean, sigma: jnp.exp(mean + sigma * z)),
+    rv.UniformRV: Standardized(jax.random.uniform, lambda u, low, high: low + (high - low) * u),
+    rv.ExponentialRV: Standardized(jax.random.exponential, lambda e, scale: scale * e),
     rv.GammaRV: lambda k, s, d, a, scale: scale * jax.random.gamma(k, a, s, d),
     rv.InvGammaRV: lambda k, s, d, a, scale: scale / jax.random.gamma(k, a, s, d),
     rv.ChiSquareRV: lambda k, s, d, df: 2 * jax.random.gamma(k, df / 2, s, d),
@@ -219,7 +234,7 @@ SAMPLERS: dict[type, Sampler] = {
     rv.TruncExponentialRV: _truncated_exponential,
     rv.FRV: _f,
     rv.PowerRV: lambda k, s, d, a: jax.random.uniform(k, s, d) ** (1 / a),
-    rv.RayleighRV: lambda k, s, d, scale: scale * jnp.sqrt(2 * jax.random.exponential(k, s, d)),
+    rv.RayleighRV: Standardized(jax.random.exponential, lambda e, scale: scale * jnp.sqrt(2 * e)),
     rv.RandIntRV: _integers,
     rv.IntegersRV: _integers,
     rv.ChoiceRV: _choice,
@@ -236,7 +251,8 @@ def batch_shape(op: RandomVariable, size: Any, params: Sequence[Any]) -> tuple[i
     return tuple(np.broadcast_shapes(*batch))
 
 
-def _float_params(dtype: np.dtype, params: Sequence[Any]) -> list[Any]:
+def float_params(dtype: np.dtype, params: Sequence[Any]) -> list[Any]:
+    """The parameters of a draw of a float ``dtype`` as arrays of that dtype (others as they are)."""
     if dtype.kind != "f":
         return list(params)
     return [None if p is None else jnp.asarray(p, dtype) for p in params]
@@ -249,7 +265,7 @@ Draw = Callable[..., tuple[Any, Any]]
 def _split_and_sample(sampler: Sampler) -> Draw:
     def draw(key: Any, shape: tuple[int, ...], dtype: np.dtype, *params: Any) -> tuple[Any, Any]:
         new_key, draw_key = jax.random.split(key)
-        return new_key, sampler(draw_key, shape, dtype, *_float_params(dtype, params))
+        return new_key, sampler(draw_key, shape, dtype, *float_params(dtype, params))
 
     return draw
 

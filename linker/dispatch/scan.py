@@ -18,39 +18,49 @@ The loop carry is a fixed pytree (`Carry`):
 
 Sequences are the scanned ``xs`` (or indexed by the step; an ``arange`` with
 traced bounds is computed from the step, `RangeRows`); non-sequences are
-closed over; in fixed loops traces leave as stacked ``ys``. Outputs are laid
+closed over; in fixed loops traces leave as stacked ``ys``. Random draws
+whose randomness does not depend on the step are taken before the loop and
+read like sequences (`aejax.linker.scan_noise`). Outputs are laid
 out as Aesara's own Scan lays out its buffers, including buffers that
 aejax's `ScanKeepLast` shortened: a buffer of ``S`` rows holds the last ``S``
 states of the history (initial taps, then one state per step), in order,
 zero-padded when longer than the history. An ``until`` loop whose trace is
 kept returns it as `Ragged`, since the number of steps it ran is known only
 at run time; the linker trims it at the jit boundary, splitting the program
-there when the trace feeds further computation.
+there when the trace feeds computation that cannot take it.
+
+A `Ragged` input (a sequence, or a buffer whose size is a run-time length,
+as in the backward loop of an ``until`` loop's gradient) is used through its
+bound-sized buffer, and the matching output is `Ragged` with the same length.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import jax.numpy as jnp
 import numpy as np
 from aesara.graph.rewriting.basic import MergeOptimizer
 from aesara.graph.basic import ancestors
+from aesara.graph.fg import FunctionGraph
 from aesara.scan.op import Scan
 from aesara.tensor.random.type import RandomType
 from jax import lax
 
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
-from aejax.linker.dispatch.tensor_basic import require_memory
+from aejax.linker.dispatch.tensor_basic import bounded_shape, require_memory
 from aejax.linker.checks import require, shapes_only
 from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.scan_layout import ScanLayout, split_by
 from aejax.linker.errors import InvalidValueError, LoweringError, variable_name
-from aejax.linker.ragged import RUN_TIME_LENGTH, RangeRows
+from aejax.linker.lowering import LoweredGraph
+from aejax.linker.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, rows_padded
 from aejax.linker.rewrites import scan_rewrites
+from aejax.linker.scan_noise import ScanNoise
 from aejax.linker.loop_state import (
     Carry,
+    last_states,
     SotWindow,
     flatten,
     history_rows,
@@ -94,18 +104,36 @@ def _check(condition: Any, message: str, node: Any) -> None:
 
 
 def sequence_length(seq: Any) -> Any:
-    """How many rows a sequence has (traced for an arange with traced bounds)."""
-    return seq.length if isinstance(seq, RangeRows) else seq.shape[0]
+    """How many rows a sequence has (traced for an arange with traced bounds, or a `Ragged` value)."""
+    return seq.length if isinstance(seq, (RangeRows, Ragged)) else seq.shape[0]
 
 
 def sequence_row(seq: Any, index: Any) -> Any:
     """Row ``index`` of a sequence; an arange's row is computed, never stored."""
-    return seq.row(index) if isinstance(seq, RangeRows) else lax.dynamic_index_in_dim(seq, index, keepdims=False)
+    if isinstance(seq, RangeRows):
+        return seq.row(index)
+    return lax.dynamic_index_in_dim(seq.buffer if isinstance(seq, Ragged) else seq, index, keepdims=False)
 
 
 def sequence_rows(seq: Any, n_steps: int) -> Any:
     """The first ``n_steps`` rows of a sequence, as ``lax.scan`` takes them."""
-    return seq.row(jnp.arange(n_steps)) if isinstance(seq, RangeRows) else jnp.asarray(seq)[:n_steps]
+    if isinstance(seq, RangeRows):
+        return seq.row(jnp.arange(n_steps))
+    return rows_padded(seq.buffer, n_steps) if isinstance(seq, Ragged) else jnp.asarray(seq)[:n_steps]
+
+
+def unwrapped(buffers: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Buffers as arrays, and each one's run-time length (``None`` unless it is `Ragged`)."""
+    return (
+        [jnp.asarray(b.buffer if isinstance(b, Ragged) else b) for b in buffers],
+        [b.length if isinstance(b, Ragged) else None for b in buffers],
+    )
+
+
+def with_lengths(results: list[Any], lengths: Sequence[Any]) -> list[Any]:
+    """``results`` with the first ones `Ragged` where their length is a run-time one."""
+    wrapped = [r if n is None or isinstance(r, Ragged) else Ragged(r, n) for r, n in zip(results, lengths)]
+    return wrapped + results[len(lengths) :]
 
 
 class Outer(NamedTuple):
@@ -118,17 +146,19 @@ class Outer(NamedTuple):
     shared: list[Any]
     nit_sizes: list[int]
     non_seqs: list[Any]
+    noise: list[Any]
 
 
 class LoweredScan:
     """The JAX computation of one Scan node."""
 
-    accepts_range = True
+    accepts_range = accepts_ragged = True
 
-    def __init__(self, op: Scan, node: Any, inner: Callable[..., tuple[Any, ...]]) -> None:
+    def __init__(self, op: Scan, node: Any, inner: LoweredGraph, fgraph: FunctionGraph) -> None:
         self.node = node
         self.layout = ScanLayout.of(op)
-        self.inner = inner
+        self.noise = ScanNoise(fgraph, self.layout, inner)
+        self.inner = self.noise.inner
 
     def __call__(self, *outer: Any) -> Any:
         try:
@@ -180,16 +210,21 @@ class LoweredScan:
         if not bounded:
             n_steps = static_count(n_steps, "number of steps")
         check_steps(n_steps, seqs, self.node)
+        mit_mot, mm_lengths = unwrapped(mit_mot)
+        sots, sot_lengths = unwrapped(sots)
+        nit_sizes, nit_lengths = self.nit_sot_sizes(nit_sizes)
+        lengths = [*mm_lengths, *sot_lengths, *nit_lengths]
         if not bounded and n_steps == 0:
-            return self.no_steps(mit_mot, sots, shared)
+            return with_lengths(self.no_steps(mit_mot, sots, shared), lengths)
         values = Outer(
             n_steps=n_steps,
             seqs=[s if bounded else sequence_rows(s, n_steps) for s in seqs],
-            mit_mot=[jnp.asarray(b) for b in mit_mot],
-            sots=[jnp.asarray(b) for b in sots],
+            mit_mot=mit_mot,
+            sots=sots,
             shared=list(shared),
-            nit_sizes=[static_count(s, "nit-sot buffer length") for s in nit_sizes],
+            nit_sizes=nit_sizes,
             non_seqs=list(non_seqs),
+            noise=[],
         )
         nit_outputs = self.node.outputs[self.layout.n_mit_mot + self.layout.n_sot :]
         require_memory(
@@ -198,7 +233,40 @@ class LoweredScan:
             f"the buffers of Scan {self.node} for its number of steps {_shown(n_steps)} "
             f"(input {variable_name(self.node.inputs[0])!r})",
         )
-        return self.while_loop(values) if self.layout.as_while or bounded else self.fixed_loop(values)
+        if not bounded:
+            values = self.with_noise(values)
+        results = self.while_loop(values) if self.layout.as_while or bounded else self.fixed_loop(values)
+        if not self.layout.as_while:
+            results = self.sots_of_run_time_length(results, n_steps, sot_lengths)
+        return with_lengths(results, lengths)
+
+    def sots_of_run_time_length(self, results: list[Any], n_steps: Any, lengths: Sequence[Any]) -> list[Any]:
+        """Results with each mit-sot/sit-sot whose buffer had a run-time length laid out as that buffer.
+
+        Such a buffer (Aesara sizes one by the steps, or keeps 1 row for a
+        last value) may be shorter than the history the loop wrote into its
+        bound-sized buffer: it keeps the last states (`last_states`).
+        """
+        results = list(results)
+        for k, (length, width) in enumerate(zip(lengths, self.layout.sot_windows())):
+            if length is not None:
+                position = self.layout.sot_output_index(k)
+                results[position] = last_states(results[position], n_steps + width, length)
+        return results
+
+    def nit_sot_sizes(self, sizes: Sequence[Any]) -> tuple[list[int], list[Any]]:
+        """The nit-sot buffers' sizes to allocate, and their run-time lengths when traced (`bounded_shape`)."""
+        shapes = [
+            bounded_shape((size,), self.node.inputs[self.layout.nit_sot_input_index(k)]) for k, size in enumerate(sizes)
+        ]
+        return [shape[0] for shape, _ in shapes], [length for _, length in shapes]
+
+    def with_noise(self, outer: Outer) -> Outer:
+        """``outer`` with the draws of the step's hoisted random variables taken before the loop (`ScanNoise`)."""
+        if not self.noise.hoisted:
+            return outer
+        shared, noise = self.noise.draw(outer.n_steps, outer.shared, self.first_step(outer), self.layout.as_while)
+        return outer._replace(shared=shared, noise=noise)
 
     def no_steps(self, mit_mot: list[Any], sots: list[Any], shared: list[Any]) -> list[Any]:
         nit_sots = [
@@ -218,6 +286,14 @@ class LoweredScan:
         """One step of the inner graph, its outputs grouped as `ScanLayout.inner_outputs`."""
         outs = self.inner(*seq_rows, *flatten(mit_mot_rows), *flatten(sot_rows), *shared, *non_seqs)
         return self.layout.inner_outputs(outs)
+
+    def first_step(self, outer: Outer) -> list[Any]:
+        """The inner graph's inputs in the first step (the sequences' rows first)."""
+        lay = self.layout
+        mm_rows = [read_rows(b, -m, taps) for b, m, taps in zip(outer.mit_mot, lay.mit_mot_mintaps(), lay.mit_mot_in)]
+        sot_rows = [read_rows(b, w, taps) for b, w, taps in zip(outer.sots, lay.sot_windows(), lay.sot_taps)]
+        seq_rows = [sequence_row(s, 0) for s in outer.seqs]
+        return [*seq_rows, *flatten(mm_rows), *flatten(sot_rows), *outer.shared, *outer.non_seqs]
 
     def mit_mot_windows(self, n_steps: int, buffers: list[Any]) -> tuple[list[Any], list[Any]]:
         """Each mit-mot buffer as its first window and the rows entering it, step by step.
@@ -242,7 +318,7 @@ class LoweredScan:
     def fixed_loop(self, outer: Outer) -> list[Any]:
         """A fixed number of steps: ``lax.scan``, traces leaving as stacked ``ys``."""
         lay = self.layout
-        n_steps, seqs, mit_mot, sots, shared, sizes, non_seqs = outer
+        n_steps, seqs, mit_mot, sots, shared, sizes, non_seqs, noise = outer
         widths = lay.sot_windows()
         sot_windows = [SotWindow(w, taps) for w, taps in zip(widths, lay.sot_taps)]
         mintaps = lay.mit_mot_mintaps()
@@ -257,11 +333,12 @@ class LoweredScan:
             running=None,
         )
 
-        def body(carry: Carry, rows: tuple[list[Any], list[Any]]) -> tuple[Carry, tuple[list[Any], ...]]:
-            seq_rows, entering = rows
+        def body(carry: Carry, rows: tuple[list[Any], ...]) -> tuple[Carry, tuple[list[Any], ...]]:
+            seq_rows, entering, noise_rows = rows
             mm_rows = [window_rows(w, m, taps) for w, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
             sot_rows = [sw.rows(w) for sw, w in zip(sot_windows, carry.windows)]
-            mm_outs, sot_outs, nit_outs, shared_outs, _ = self.run_inner(seq_rows, mm_rows, sot_rows, carry.shared, non_seqs)
+            states = self.noise.step_states(carry.shared, noise_rows)
+            mm_outs, sot_outs, nit_outs, shared_outs, _ = self.run_inner(seq_rows, mm_rows, sot_rows, states, non_seqs)
             written = [
                 window_written(w, m, taps, values)
                 for w, m, taps, values in zip(carry.mit_mot, mintaps, lay.mit_mot_out, self.mit_mot_out_groups(mm_outs))
@@ -277,7 +354,7 @@ class LoweredScan:
             kept_sots = [y for y, keep in zip(sot_outs, traced_sots) if keep]
             return new, ([w[0] for w in written], kept_sots, list(nit_outs))
 
-        final, (mm_traces, sot_traces, nit_traces) = lax.scan(body, start, (seqs, mm_incoming), length=n_steps)
+        final, (mm_traces, sot_traces, nit_traces) = lax.scan(body, start, (seqs, mm_incoming, noise), length=n_steps)
         mm_results = [
             jnp.concatenate([trace, window, b[n_steps + window.shape[0] :]])[: b.shape[0]]
             for b, trace, window in zip(mit_mot, mm_traces, final.mit_mot)
@@ -301,7 +378,7 @@ class LoweredScan:
         loop also read from would be copied by XLA at every step).
         """
         lay = self.layout
-        n_steps, seqs, mit_mot, sots, shared, sizes, non_seqs = outer
+        n_steps, seqs, mit_mot, sots, shared, sizes, non_seqs, noise = outer
         sot_windows = [SotWindow(w, taps) for w, taps in zip(lay.sot_windows(), lay.sot_taps)]
         traced = [b.shape[0] > sw.width for b, sw in zip(sots, sot_windows)]
         mintaps = lay.mit_mot_mintaps()
@@ -324,7 +401,8 @@ class LoweredScan:
             seq_rows = [sequence_row(s, i) for s in seqs]
             mm_rows = [read_rows(b, i - m, taps) for b, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
             sot_rows = [sw.rows(w) for sw, w in zip(sot_windows, carry.windows)]
-            mm_outs, sot_outs, nit_outs, shared_outs, until = self.run_inner(seq_rows, mm_rows, sot_rows, carry.shared, non_seqs)
+            states = self.noise.step_states(carry.shared, [sequence_row(rows, i) for rows in noise])
+            mm_outs, sot_outs, nit_outs, shared_outs, until = self.run_inner(seq_rows, mm_rows, sot_rows, states, non_seqs)
             written = [y for y, keep in zip(sot_outs, traced) if keep] + list(nit_outs)
             return Carry(
                 step=i + 1,
@@ -350,17 +428,11 @@ class LoweredScan:
 
     def nit_sot_buffers(self, outer: Outer) -> list[Any]:
         """Zero buffers for the nit-sot outputs, shaped like one step's outputs."""
-        _, seqs, mit_mot, sots, shared, sizes, non_seqs = outer
-        if not sizes:
+        if not outer.nit_sizes:
             return []
-        lay = self.layout
-        mm_rows = [read_rows(b, -m, taps) for b, m, taps in zip(mit_mot, lay.mit_mot_mintaps(), lay.mit_mot_in)]
-        sot_rows = [read_rows(b, w, taps) for b, w, taps in zip(sots, lay.sot_windows(), lay.sot_taps)]
-        shapes = shapes_only(
-            lambda *rows: self.run_inner(rows, mm_rows, sot_rows, shared, non_seqs)[2],
-            *[sequence_row(s, 0) for s in seqs],
-        )
-        return [jnp.zeros((size,) + s.shape, s.dtype) for size, s in zip(sizes, shapes)]
+        first_step, n = self.first_step(outer), self.layout.n_seqs
+        shapes = shapes_only(lambda *rows: self.layout.inner_outputs(self.inner(*rows, *first_step[n:]))[2], *first_step[:n])
+        return [jnp.zeros((size,) + s.shape, s.dtype) for size, s in zip(outer.nit_sizes, shapes)]
 
 
 @jax_funcify.register(Scan)
@@ -368,4 +440,4 @@ def _scan(op: Scan, node: Any = None, **kwargs: Any) -> LoweredScan:
     inner = op.fgraph.clone()
     MergeOptimizer().rewrite(inner)
     scan_rewrites.rewrite(inner)
-    return LoweredScan(op, node, jax_funcify(inner, **kwargs))
+    return LoweredScan(op, node, jax_funcify(inner, **kwargs), inner)

@@ -29,7 +29,7 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.concrete import is_traced, static_scalars
 from aejax.linker.errors import IndexOutOfBoundsError
 from aejax.linker import masked
-from aejax.linker.ragged import Masked, Ragged, RangeRows
+from aejax.linker.ragged import Masked, Ragged, RangeRows, slice_positions
 
 
 @jax_funcify.register(Subtensor)
@@ -41,9 +41,7 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     def subtensor(x: Any, *index_values: Any) -> Any:
         indices = tuple(indices_from_subtensor(index_values, idx_list))
         if isinstance(x, Ragged):
-            if isinstance(indices[0], slice):
-                return ragged_tail(x, int(indices[0].start))
-            return ragged_row(x, indices[0])[indices[1:]]
+            return ragged_subtensor(x, indices)
         if isinstance(x, RangeRows):
             if isinstance(indices[0], slice):
                 return x.sliced(indices[0])
@@ -53,9 +51,7 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
         check_bounds(jnp.shape(x), indices, node)
         return indexable(x, index_values)[static_slices(indices)]
 
-    subtensor.accepts_ragged = bool(idx_list) and (  # type: ignore[attr-defined]
-        not isinstance(idx_list[0], slice) or _is_tail(idx_list, node)
-    )
+    subtensor.accepts_ragged = bool(idx_list)  # type: ignore[attr-defined]
     subtensor.accepts_range = bool(idx_list) and len(idx_list) == 1  # type: ignore[attr-defined]
     subtensor.accepts_masked = not idx_list  # type: ignore[attr-defined]
     return subtensor
@@ -117,18 +113,13 @@ def static_slices(indices: tuple[Any, ...]) -> tuple[Any, ...]:
     )
 
 
-def _is_tail(idx_list: Any, node: Any) -> bool:
-    """Whether the Subtensor is ``x[k:]`` with a constant ``k >= 0`` and nothing else."""
-    first = idx_list[0]
-    if len(idx_list) != 1 or first.stop is not None or first.step is not None or first.start is None:
-        return False
-    start = node.inputs[1]
-    return isinstance(start, Constant) and int(start.data) >= 0
-
-
-def ragged_tail(value: Ragged, start: int) -> Ragged:
-    """``value[start:]`` of a `Ragged` value, still ragged."""
-    return Ragged(value.buffer[start:], jnp.maximum(value.length - start, 0))
+def ragged_subtensor(x: Ragged, indices: tuple[Any, ...]) -> Any:
+    """Basic indexing of a `Ragged` value; a slice of its rows is still ragged."""
+    first, rest = indices[0], static_slices(indices[1:])
+    if not isinstance(first, slice):
+        return ragged_row(x, first)[rest]
+    rows = x.sliced(first)
+    return Ragged(rows.buffer[(slice(None), *rest)], rows.length) if rest else rows
 
 
 def ragged_row(value: Ragged, row: Any) -> Any:
@@ -146,6 +137,9 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
     by_boolean_mask = _boolean_mask_only(node)
 
     def inc_subtensor(x: Any, y: Any, *index_values: Any) -> Any:
+        if isinstance(x, Ragged) or isinstance(y, Ragged):
+            indices = tuple(indices_from_subtensor(index_values, idx_list))
+            return ragged_update(x, y, indices, set_instead_of_inc)
         if any(isinstance(v, Masked) for v in (x, y, *index_values)):
             return masked.scatter(x, y, index_values, set_instead_of_inc, node)
         if by_boolean_mask and is_traced(index_values[0]):
@@ -156,7 +150,32 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
         return target.set(y) if set_instead_of_inc else target.add(y)
 
     inc_subtensor.accepts_masked = not idx_list  # type: ignore[attr-defined]
+    inc_subtensor.accepts_ragged = bool(idx_list)  # type: ignore[attr-defined]
     return inc_subtensor
+
+
+def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: bool) -> Any:
+    """``x`` with ``x[indices]`` set to (or incremented by) ``y``, where ``x`` or ``y`` is `Ragged`.
+
+    The first index picks rows of ``x``'s run-time length: one row, or the
+    rows of a slice, each written from the matching row of ``y`` (rows of a
+    ragged ``y`` beyond the slice's length are dropped).
+    """
+    buffer, length = (x.buffer, x.length) if isinstance(x, Ragged) else (jnp.asarray(x), x.shape[0])
+    first, rest = indices[0], static_slices(indices[1:])
+    values = y.buffer if isinstance(y, Ragged) else jnp.asarray(y, buffer.dtype)
+    if isinstance(first, slice):
+        start, step, count = slice_positions(length, first)
+        one_per_row = isinstance(y, Ragged) or (values.ndim == buffer.ndim and values.shape[0] != 1)
+        rows = values.shape[0] if one_per_row else buffer.shape[0]
+        taken = jnp.arange(rows)
+        positions = jnp.where(taken < count, start + taken * step, buffer.shape[0])
+        values = values if one_per_row else jnp.broadcast_to(values, (rows,) + buffer[(0, *rest)].shape)
+    else:
+        positions = jnp.where(first < 0, length + first, first)
+    target = buffer.at[(positions, *rest)]
+    updated = target.set(values, mode="drop") if set_instead_of_inc else target.add(values, mode="drop")
+    return Ragged(updated, length) if isinstance(x, Ragged) else updated
 
 
 def _boolean_mask_only(node: Any) -> bool:

@@ -20,8 +20,9 @@ from jax import lax
 
 from aejax.linker.concrete import is_traced, static_ints, static_scalars
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.errors import AllocationError
-from aejax.linker.ragged import RangeRows
+from aejax.linker.errors import AllocationError, NotStaticError
+from aejax.linker.bounds import upper_bound
+from aejax.linker.ragged import Ragged, RangeRows
 
 FOLDABLE_RANGE = 1 << 16
 """Largest range left for XLA to constant-fold; longer ones are computed when the program runs."""
@@ -57,19 +58,45 @@ def _arange(op: ARange, **kwargs: Any) -> Callable[..., Any]:
     return arange
 
 
+def bounded_shape(shape: tuple[Any, ...], leading: Any) -> tuple[tuple[int, ...], Any]:
+    """A shape whose leading size may be traced: the static shape to allocate, and the run-time length.
+
+    A traced leading size is allocated at its bound from the graph (``leading``
+    is the size's variable, `aejax.linker.bounds`); the length is then traced
+    (``None`` when the shape is static).
+    """
+    if not shape or not is_traced(shape[0]):
+        return static_ints(shape), None
+    bound = None if leading is None else upper_bound(leading)
+    if bound is None:
+        raise NotStaticError(f"a size or shape must be known while tracing (size {leading} has no bound)")
+    return (max(bound, 0), *static_ints(shape[1:])), jnp.clip(shape[0], 0, bound)
+
+
+def maybe_ragged(value: Any, length: Any) -> Any:
+    """``value``, or the first ``length`` rows of it when ``length`` is traced."""
+    return value if length is None else Ragged(value, length)
+
+
 @jax_funcify.register(Alloc)
 @jax_funcify.register(BroadcastTo)
-def _alloc(op: Alloc | BroadcastTo, **kwargs: Any) -> Callable[..., Any]:
+def _alloc(op: Alloc | BroadcastTo, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    leading = node.inputs[1] if node is not None and len(node.inputs) > 1 else None
+
     def alloc(x: Any, *shape: Any) -> Any:
-        return jnp.broadcast_to(x, static_ints(shape))
+        static, length = bounded_shape(shape, leading)
+        return maybe_ragged(jnp.broadcast_to(x, static), length)
 
     return alloc
 
 
 @jax_funcify.register(AllocEmpty)
-def _alloc_empty(op: AllocEmpty, **kwargs: Any) -> Callable[..., Any]:
+def _alloc_empty(op: AllocEmpty, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    leading = node.inputs[0] if node is not None and node.inputs else None
+
     def alloc_empty(*shape: Any) -> Any:
-        return jnp.zeros(static_ints(shape), dtype=op.dtype)
+        static, length = bounded_shape(shape, leading)
+        return maybe_ragged(jnp.zeros(static, dtype=op.dtype), length)
 
     return alloc_empty
 

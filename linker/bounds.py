@@ -1,0 +1,154 @@
+"""Static upper bounds of run-time lengths, read from the graph.
+
+A Scan with an ``until`` condition returns traces whose length is known only
+at run time, but never longer than the buffer Aesara allocated for them,
+whose size is a constant. Values computed from such a length (the backward
+loop's step count in a gradient, ``zeros(trace.shape[0])``) are bounded as
+well. `upper_bound` finds that bound by interval arithmetic over the graph
+(constants, static shapes, `Shape_i`, and integer ``+ - * neg max min switch``),
+so a lowering can allocate the bound and carry the run-time length beside it
+(`aejax.linker.ragged.Ragged`) instead of needing the length while tracing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+from aesara import scalar as aes
+from aesara.graph.basic import Constant, Variable
+from aesara.scan.op import Scan
+from aesara.tensor.basic import Alloc, AllocEmpty, ARange, ScalarFromTensor, TensorFromScalar
+from aesara.tensor.elemwise import Elemwise
+from aesara.tensor.shape import Shape_i
+from aesara.tensor.subtensor import IncSubtensor, Subtensor
+
+from aejax.linker.scan_layout import ScanLayout
+
+Interval = Optional[tuple[int, int]]
+"""The least and greatest value an integer may take, or ``None`` when unknown."""
+
+
+def upper_bound(var: Variable) -> int | None:
+    """The greatest value the integer scalar ``var`` may take at run time, if the graph bounds it."""
+    interval = _Bounds().interval(var)
+    return None if interval is None else interval[1]
+
+
+def length_bound(var: Variable) -> int | None:
+    """The greatest length the leading axis of ``var`` may have at run time, if the graph bounds it."""
+    return _Bounds().length(var)
+
+
+def _combine(a: Interval, b: Interval, corners: Callable[[int, int], int]) -> Interval:
+    if a is None or b is None:
+        return None
+    values = [corners(x, y) for x in a for y in b]
+    return min(values), max(values)
+
+
+_BINARY: dict[type, Callable[[int, int], int]] = {
+    aes.Add: lambda x, y: x + y,
+    aes.Sub: lambda x, y: x - y,
+    aes.Mul: lambda x, y: x * y,
+    aes.ScalarMaximum: max,
+    aes.ScalarMinimum: min,
+}
+
+
+def _scalar_op_interval(op: object, args: list[Interval]) -> Interval:
+    if isinstance(op, (aes.Identity, aes.Cast)):
+        return args[0]
+    if isinstance(op, aes.Neg) and args[0] is not None:
+        return -args[0][1], -args[0][0]
+    if isinstance(op, aes.Switch) and args[1] is not None and args[2] is not None:
+        return min(args[1][0], args[2][0]), max(args[1][1], args[2][1])
+    corners = next((f for kind, f in _BINARY.items() if isinstance(op, kind)), None)
+    if corners is None or not args:
+        return None
+    result = args[0]
+    for arg in args[1:]:
+        result = _combine(result, arg, corners)
+    return result
+
+
+class _Bounds:
+    """One bound query; it remembers what it found, since index graphs share many subterms."""
+
+    def __init__(self) -> None:
+        self._intervals: dict[Variable, Interval] = {}
+        self._lengths: dict[Variable, int | None] = {}
+
+    def interval(self, var: Variable) -> Interval:
+        if var not in self._intervals:
+            self._intervals[var] = self._find_interval(var)
+        return self._intervals[var]
+
+    def length(self, var: Variable) -> int | None:
+        if var not in self._lengths:
+            self._lengths[var] = self._find_length(var)
+        return self._lengths[var]
+
+    def _find_interval(self, var: Variable) -> Interval:
+        if isinstance(var, Constant):
+            data = np.asarray(var.data)
+            return (int(data), int(data)) if data.ndim == 0 and data.dtype.kind in "iu" else None
+        node = var.owner
+        if node is None:
+            return None
+        op = node.op
+        if isinstance(op, Shape_i):
+            return self._axis_interval(node.inputs[0], op.i)
+        if isinstance(op, (ScalarFromTensor, TensorFromScalar)):
+            return self.interval(node.inputs[0])
+        scalar_op = op.scalar_op if isinstance(op, Elemwise) else op
+        return _scalar_op_interval(scalar_op, [self.interval(i) for i in node.inputs])
+
+    def _axis_interval(self, var: Variable, axis: int) -> Interval:
+        static = var.type.shape[axis]
+        if static is not None:
+            return static, static
+        bound = self.length(var) if axis == 0 else None
+        return None if bound is None else (0, bound)
+
+    def _find_length(self, var: Variable) -> int | None:
+        static = var.type.shape[0] if var.type.ndim else None
+        if static is not None:
+            return static
+        node = var.owner
+        if node is None:
+            return None
+        op = node.op
+        if isinstance(op, (Alloc, AllocEmpty)):
+            size = node.inputs[1] if isinstance(op, Alloc) else node.inputs[0]
+            interval = self.interval(size)
+            return None if interval is None else interval[1]
+        if isinstance(op, ARange):
+            return self._arange_length(*node.inputs)
+        if isinstance(op, (Subtensor, IncSubtensor)):
+            return self.length(node.inputs[0])
+        if isinstance(op, Elemwise):
+            lengths = [self.length(i) for i in node.inputs if i.type.ndim == var.type.ndim and i.type.shape[0] != 1]
+            return max(lengths) if lengths and None not in lengths else None
+        if isinstance(op, Scan):
+            return self._scan_output_length(node, node.outputs.index(var))
+        return None
+
+    def _arange_length(self, start: Variable, stop: Variable, step: Variable) -> int | None:
+        """At most ``(max stop - min start) / step`` rows, for a constant positive step."""
+        bounds = [self.interval(v) for v in (start, stop, step)]
+        if None in bounds or bounds[2][0] != bounds[2][1] or bounds[2][0] <= 0:
+            return None
+        (low, _), (_, high), (step_value, _) = bounds
+        return max(0, -(-(high - low) // step_value))
+
+    def _scan_output_length(self, node: Any, index: int) -> int | None:
+        """A Scan output is at most as long as its outer buffer (a nit-sot: its size input)."""
+        layout = ScanLayout.of(node.op)
+        if index < layout.n_mit_mot + layout.n_sot:
+            return self.length(node.inputs[1 + layout.n_seqs + index])
+        k = index - layout.n_mit_mot - layout.n_sot
+        if k < layout.n_nit_sot:
+            interval = self.interval(node.inputs[layout.nit_sot_input_index(k)])
+            return None if interval is None else interval[1]
+        return None

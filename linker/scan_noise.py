@@ -1,0 +1,211 @@
+"""A Scan's random draws taken before the loop, all steps in one vectorized call.
+
+On the CPU a random draw inside ``lax.scan`` costs microseconds per step (the
+key is split and hashed step by step). When the randomness of a step's draw
+does not depend on the step, `ScanNoise` draws the rows of all ``n`` steps
+before the loop, with one call of shape ``(n, *sample_shape)``, and the loop
+reads them as a sequence: step ``t`` uses row ``t``.
+
+Which random variables are hoisted: an inner `RandomVariable` node whose
+random state is one of the Scan's shared states (an ``rng`` with an update),
+read by that node alone, and whose new state is that state's update and goes
+nowhere else (each step the node alone splits the state; `RandomStream` builds
+such graphs); and which is either
+
+- drawn by a `Standardized` sampler (normal, cauchy, gumbel, laplace,
+  logistic, half-normal, half-cauchy, lognormal, uniform, exponential,
+  rayleigh): the standard draws are taken before the loop, and each step
+  finishes its row with the step's parameters, whatever they depend on; or
+- drawn by one of our `SAMPLERS`, elementwise (scalar support and scalar
+  parameters), with parameters computed from the Scan's non-sequences and
+  constants alone: the draws themselves are taken before the loop, with the
+  parameters computed there.
+
+Why this is exact: in the loop each step draws from its own key, so a
+step's draw is independent of the earlier steps, from its distribution given
+the step's parameters. Before the loop, the rows of one draw of shape
+``(n, *shape)`` are independent too (the samplers draw each element
+independently), so row ``t`` is independent of the earlier steps, on which
+step ``t``'s parameters may depend: it is a standard draw, finished as the
+sampler itself finishes it, or a draw with the parameters of every step,
+which are the same at every step. The values differ from the in-loop draws
+(the key is used differently); the joint distribution does not. The state is split once: one half draws the
+noise, the other leaves the loop as the state's update, so every call
+advances the state.
+
+Draws stay in the loop when the number of steps is known only at run time,
+when the noise would have more than `MAX_NOISE` elements (the loop itself needs
+one step's), and in ``until`` loops, which may stop early and leave the rest
+of the rows unused, when it would have more than `MAX_UNTIL_NOISE`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple, Sequence
+
+import jax
+import numpy as np
+from aesara.graph.basic import Apply, Constant, Variable, ancestors, graph_inputs
+from aesara.graph.fg import FunctionGraph
+from aesara.tensor.random.op import RandomVariable
+
+from aejax.linker.checks import shapes_only
+from aejax.linker.dispatch.random import SAMPLERS, Standardized, draw_for, float_params
+from aejax.linker.lowering import LoweredGraph
+from aejax.linker.scan_layout import ScanLayout
+
+MAX_NOISE = 2**24
+"""Most elements of noise a loop of a fixed number of steps draws before the loop."""
+
+MAX_UNTIL_NOISE = 2**20
+"""Most elements of noise an ``until`` loop draws before the loop, for its largest number of steps."""
+
+
+class PreDrawn(NamedTuple):
+    """A hoisted random variable's state input in a step: the state, and the step's row of noise."""
+
+    key: Any
+    noise: Any
+
+
+@dataclass(frozen=True)
+class Hoisted:
+    """An inner random variable whose draws are taken before the loop."""
+
+    node: Apply
+    state: int
+    """Which of the Scan's shared states is its random state."""
+    standardized: Standardized | None
+    """Its sampler, when standard draws are taken; ``None`` when the draws themselves are."""
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.node.outputs[1].type.dtype)
+
+    @property
+    def params(self) -> list[Variable]:
+        """The node's distribution parameters (its inputs are the state, size, dtype, then these)."""
+        return self.node.inputs[3:]
+
+    def draw(self, key: Any, shape: tuple[int, ...], params: Sequence[Any]) -> tuple[Any, Any]:
+        """The advanced state, and the noise of ``shape`` (``params`` when the draws themselves are taken)."""
+        if self.standardized is None:
+            return draw_for(self.node.op)(key, shape, self.dtype, *params)
+        new_key, noise_key = jax.random.split(key)
+        return new_key, self.standardized.standard(noise_key, shape, self.dtype)
+
+    def finish(self, noise: Any, params: Sequence[Any]) -> Any:
+        """A step's sample from its row of noise and its parameters."""
+        if self.standardized is None:
+            return noise
+        return self.standardized.finish(noise, *float_params(self.dtype, params))
+
+    def lowering(self, in_loop: Callable[..., Any]) -> Callable[..., Any]:
+        """The node's lowering: its row of noise when given one (`PreDrawn`), else ``in_loop``."""
+
+        def random_variable(rng: Any, size: Any, dtype: Any, *params: Any) -> tuple[Any, Any]:
+            if isinstance(rng, PreDrawn):
+                return rng.key, self.finish(rng.noise, params)
+            return in_loop(rng, size, dtype, *params)
+
+        return random_variable
+
+
+def hoistable(fgraph: FunctionGraph, layout: ScanLayout) -> list[Hoisted]:
+    """The random variables of a Scan's inner graph whose draws can be taken before the loop."""
+    *_, states, non_seqs = layout.inner_inputs(fgraph.inputs)
+    updates = layout.inner_outputs(range(len(fgraph.outputs)))[3]
+    found = []
+    for node in fgraph.toposort():
+        if not isinstance(node.op, RandomVariable):
+            continue
+        state = _state_split_alone(fgraph, node, states, updates)
+        hoisted = None if state is None else _hoisted(node, state, set(non_seqs))
+        if hoisted is not None:
+            found.append(hoisted)
+    return found
+
+
+def _state_split_alone(fgraph: FunctionGraph, node: Apply, states: list[Variable], updates: list[int]) -> int | None:
+    """The shared state that ``node`` alone reads and updates, if any."""
+    rng, new_rng = node.inputs[0], node.outputs[0]
+    state = next((i for i, var in enumerate(states) if var is rng), None)
+    if state is None:
+        return None
+    read_alone = {client for client, _ in fgraph.clients[rng]} == {node}
+    only_update = set(fgraph.clients[new_rng]) == {("output", updates[state])}
+    return state if read_alone and only_update else None
+
+
+def _hoisted(node: Apply, state: int, non_seqs: set[Variable]) -> Hoisted | None:
+    """``node`` as hoisted, if its sampler allows (see the module docstring)."""
+    sampler = SAMPLERS.get(type(node.op))
+    if isinstance(sampler, Standardized):
+        return Hoisted(node, state, sampler)
+    op = node.op
+    elementwise = op.ndim_supp == 0 and not any(op.ndims_params)
+    hoisted = Hoisted(node, state, None)
+    return hoisted if sampler is not None and elementwise and _loop_invariant(hoisted.params, non_seqs) else None
+
+
+def _loop_invariant(variables: Sequence[Variable], non_seqs: set[Variable]) -> bool:
+    """Whether ``variables`` are computed from non-sequences and constants alone."""
+    return all(isinstance(root, Constant) or root in non_seqs for root in graph_inputs(variables))
+
+
+def _part(graph: LoweredGraph, outputs: Sequence[Variable]) -> LoweredGraph:
+    """The part of ``graph`` that computes ``outputs``, from the same inputs."""
+    needed = {var.owner for var in ancestors(outputs) if var.owner is not None}
+    return LoweredGraph(graph.inputs, outputs, [step for step in graph.steps if step[0] in needed])
+
+
+class ScanNoise:
+    """The random variables of a Scan's step whose draws are taken before the loop.
+
+    ``inner`` is the step's graph in which each hoisted random variable takes
+    a `PreDrawn` as its state (a plain state draws in the loop, as before).
+    """
+
+    def __init__(self, fgraph: FunctionGraph, layout: ScanLayout, inner: LoweredGraph) -> None:
+        self.hoisted = hoistable(fgraph, layout)
+        self.n_seqs = layout.n_seqs
+        by_node = {h.node: h for h in self.hoisted}
+        self.inner = LoweredGraph(
+            inner.inputs,
+            inner.outputs,
+            [(node, by_node[node].lowering(fn) if node in by_node else fn) for node, fn in inner.steps],
+        )
+        self._samples = _part(inner, [h.node.outputs[1] for h in self.hoisted])
+        self._params = _part(inner, [p for h in self.hoisted if h.standardized is None for p in h.params])
+
+    def draw(
+        self, n_steps: int, shared: Sequence[Any], first_step: Sequence[Any], until: bool
+    ) -> tuple[list[Any], list[Any]]:
+        """The shared states with the hoisted ones advanced, and the noise sequences.
+
+        ``first_step`` are the inner graph's inputs in the first step (the
+        sequences' rows, abstract for the shapes as in the loop, first). With
+        no noise drawn (none hoisted, or too much), ``shared`` and ``[]``.
+        """
+        if not self.hoisted:
+            return list(shared), []
+        n = self.n_seqs
+        sampled = shapes_only(lambda *rows: self._samples(*rows, *first_step[n:]), *first_step[:n])
+        shapes = [s.shape for s in sampled]
+        if n_steps * sum(map(np.prod, shapes)) > (MAX_UNTIL_NOISE if until else MAX_NOISE):
+            return list(shared), []
+        params = iter(self._params(*first_step))
+        states, noise = list(shared), []
+        for h, shape in zip(self.hoisted, shapes):
+            taken = [next(params) for _ in h.params] if h.standardized is None else []
+            states[h.state], rows = h.draw(states[h.state], (n_steps, *shape), taken)
+            noise.append(rows)
+        return states, noise
+
+    def step_states(self, shared: Sequence[Any], noise_rows: Sequence[Any]) -> list[Any]:
+        """The shared states as a step's inner graph takes them: hoisted ones with their row of noise."""
+        states = list(shared)
+        for h, row in zip(self.hoisted, noise_rows):
+            states[h.state] = PreDrawn(states[h.state], row)
+        return states
