@@ -211,7 +211,7 @@ class PRNGKeyCodec:
 
     def decode_words(self, words: np.ndarray, type: Any) -> Any:
         """The host value that embeds the key data ``words``."""
-        words = np.asarray(words, dtype=np.uint32)
+        words = np.array(words, dtype=np.uint32)  # owned: a view would keep a JAX buffer alive
         if words.shape != self.key_shape:
             raise PayloadError(type, "key_data.shape", str(self.key_shape), words)
         state = self.embed(words.ravel())
