@@ -5,11 +5,19 @@ backend) and a hand-written ``jax.jit`` of ``lax.scan`` / ``lax.while_loop``
 doing the same math, plus the inputs both take: the same numpy values, as an
 Aesara user would pass them (the random walk's hand-written version keeps its
 key on the device, as a JAX user would).
+
+The per-call workloads (P1, P2, one HMC transition) are so short that the cost
+of a call itself is measured: their hand-written versions return numpy, as
+Aesara functions do, and keep their PRNG key between calls in Python
+(:class:`KeyedJax`). The NUTS workloads run 500 aehmc NUTS transitions in one
+Scan; their anchor is NumPyro's NUTS when NumPyro is installed (``pip install
+'.[bench]'``), and they have none otherwise.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable
 
 import aesara
@@ -18,6 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from aesara.scan.utils import until
+from aehmc import hmc, nuts
+from aeppl import joint_logprob
 from aesara.tensor.random.utils import RandomStream
 from jax import lax
 
@@ -32,7 +42,8 @@ class Workload:
     outputs: Any
     updates: Any
     args: tuple[Any, ...]
-    jax_fn: Callable[..., Any]
+    jax_fn: Callable[..., Any] | None
+    """The hand-written JAX version; ``None`` for a workload without one (the NUTS workloads without NumPyro)."""
     jax_args: tuple[Any, ...]
 
     def aesara_function(self, mode: Any) -> Callable[..., Any]:
@@ -161,17 +172,213 @@ def newton_until(max_steps: int, size: int = 1000) -> Workload:
     return Workload("until-loop (Newton sqrt)", 1.3, [a], trace[-1], None, (values,), hand, (values,))
 
 
-def all_workloads(scale: float = 1.0) -> list[Workload]:
-    """The suite of issue #4; ``scale`` shrinks step counts for a quick run."""
+class KeyedJax:
+    """A jitted ``step(key_data, *args) -> (key_data, outputs)`` that keeps its PRNG key between calls.
+
+    This is how a JAX user keeps a sampler's random state: the raw key data
+    (``jax.random.key_data``) held in Python, passed to every call and replaced
+    by the one it returns. The outputs come back as numpy arrays, as an Aesara
+    function's do, so both sides pay the copy out.
+    """
+
+    def __init__(self, step: Callable[..., tuple[Any, tuple[Any, ...]]], seed: int) -> None:
+        self.step = jax.jit(step)
+        self.key_data = jax.random.key_data(jax.random.key(seed))
+
+    def __call__(self, *args: Any) -> list[np.ndarray]:
+        self.key_data, outputs = self.step(self.key_data, *args)
+        return [np.asarray(out) for out in outputs]
+
+
+def add_one(size: int = 10) -> Workload:
+    """P1: ``x + 1`` on a float64 vector, numpy in and out: the cost of a call."""
+    x = at.dvector("x")
+    jitted = jax.jit(lambda x: x + 1)
+    value = np.linspace(0.0, 1.0, size)
+    return Workload("P1 add one", 1.3, [x], x + 1, None, (value,), lambda x: np.asarray(jitted(x)), (value,))
+
+
+def add_normal_noise(size: int = 10, seed: int = 42) -> Workload:
+    """P2: ``x + normal(size)`` from a shared generator that advances every call."""
+    srng = RandomStream(seed)
+    x = at.dvector("x")
+    noisy = x + srng.normal(size=size)
+
+    def step(key_data: Any, x: Any) -> tuple[Any, tuple[Any]]:
+        key, draw = jax.random.split(jax.random.wrap_key_data(key_data))
+        return jax.random.key_data(key), (x + jax.random.normal(draw, x.shape, jnp.float64),)
+
+    value = np.zeros(size)
+    return Workload("P2 add normal noise", 1.5, [x], noisy, srng.updates(), (value,), KeyedJax(step, seed), (value,))
+
+
+GAUSSIAN_MEAN = np.array([1.0, -2.0])
+GAUSSIAN_PRECISION = np.linalg.inv(np.array([[1.0, 0.5], [0.5, 1.0]]))
+
+
+def gaussian_logprob(q: Any) -> Any:
+    """Log-density (up to a constant) of a 2-D Gaussian with correlation 0.5, for an Aesara or a JAX ``q``."""
+    d = q - GAUSSIAN_MEAN
+    return -0.5 * (d @ GAUSSIAN_PRECISION @ d)
+
+
+def gaussian_state(q: np.ndarray) -> tuple[np.ndarray, np.float64, np.ndarray]:
+    """aehmc's chain state at ``q``: the position, its potential energy and the gradient of that."""
+    d = q - GAUSSIAN_MEAN
+    return q, np.float64(0.5 * d @ GAUSSIAN_PRECISION @ d), GAUSSIAN_PRECISION @ d
+
+
+def hmc_step(
+    potential: Callable[[Any], Any], step_size: float, integration_steps: int
+) -> Callable[..., tuple[Any, tuple[Any, Any, Any]]]:
+    """One HMC transition in JAX, for :class:`KeyedJax`: fresh momentum, leapfrog steps, Metropolis accept."""
+    energy_and_grad = jax.value_and_grad(potential)
+
+    def leapfrog(state: tuple[Any, ...], _: Any) -> tuple[tuple[Any, ...], None]:
+        q, p, _, grad = state
+        q = q + step_size * (p - 0.5 * step_size * grad)
+        energy, new_grad = energy_and_grad(q)
+        return (q, p - 0.5 * step_size * (grad + new_grad), energy, new_grad), None
+
+    def step(key_data: Any, q: Any, energy: Any, grad: Any) -> tuple[Any, tuple[Any, Any, Any]]:
+        key, momentum_key, accept_key = jax.random.split(jax.random.wrap_key_data(key_data), 3)
+        p = jax.random.normal(momentum_key, q.shape, jnp.float64)
+        (q_new, p_new, energy_new, grad_new), _ = lax.scan(leapfrog, (q, p, energy, grad), length=integration_steps)
+        log_ratio = energy + 0.5 * p @ p - energy_new - 0.5 * p_new @ p_new
+        accept = jnp.log(jax.random.uniform(accept_key)) < log_ratio
+        new = tuple(jnp.where(accept, a, b) for a, b in ((q_new, q), (energy_new, energy), (grad_new, grad)))
+        return jax.random.key_data(key), new
+
+    return step
+
+
+def hmc_transition(step_size: float = 0.25, integration_steps: int = 6, seed: int = 1234) -> Workload:
+    """One aehmc HMC transition of the 2-D Gaussian per call: ``(q, energy, grad)`` in, the next state out."""
+    q, energy, grad = at.dvector("q"), at.dscalar("energy"), at.dvector("energy_grad")
+    srng = RandomStream(seed)
+    kernel = hmc.new_kernel(srng, gaussian_logprob)
+    # The kernel's own updates are empty: its draws advance srng's generators.
+    (q_new, energy_new, grad_new, *_), _ = kernel(q, energy, grad, np.float64(step_size), at.ones(2), integration_steps)
+    state = gaussian_state(np.zeros(2))
+    hand = KeyedJax(hmc_step(lambda q: -gaussian_logprob(q), step_size, integration_steps), seed)
+    outputs = [q_new, energy_new, grad_new]
+    return Workload("HMC transition", 1.5, [q, energy, grad], outputs, srng.updates(), state, hand, state)
+
+
+def nuts_chain(
+    logprob: Callable[[Any], Any], transitions: int, step_size: float, dims: int, seed: int
+) -> tuple[list[Any], list[Any], Any]:
+    """``transitions`` aehmc NUTS transitions from ``q0`` as one Scan.
+
+    Returns the inputs (``q0``), the outputs (positions, acceptance
+    probabilities, one row per transition) and the generator's updates.
+    """
+    q0 = at.dvector("q0")
+    kernel = nuts.new_kernel(RandomStream(seed), logprob)
+    unit_mass = at.as_tensor(np.ones(dims))
+
+    def transition(q: Any, energy: Any, grad: Any) -> tuple[tuple[Any, ...], Any]:
+        (q, energy, grad, p_accept, *_), updates = kernel(q, energy, grad, np.float64(step_size), unit_mass)
+        return (q, energy, grad, p_accept), updates
+
+    _, energy, grad = hmc.new_state(q0, logprob)
+    (positions, _, _, accepts), updates = aesara.scan(
+        transition, outputs_info=[q0, energy, grad, None], n_steps=transitions
+    )
+    return [q0], [positions, accepts], updates
+
+
+def numpyro_nuts(
+    potential: Callable[[Any], Any], transitions: int, step_size: float, dims: int, seed: int
+) -> KeyedJax | None:
+    """NumPyro's NUTS, ``transitions`` of them in one ``lax.scan`` from ``q0``; ``None`` without NumPyro."""
+    try:
+        from numpyro.infer.hmc import hmc as numpyro_hmc
+    except ImportError:
+        return None
+    init_kernel, sample_kernel = numpyro_hmc(potential_fn=potential, algo="NUTS")
+    template = init_kernel(
+        jnp.zeros(dims), num_warmup=0, step_size=step_size, inverse_mass_matrix=jnp.ones(dims),
+        adapt_step_size=False, adapt_mass_matrix=False, rng_key=jax.random.key(seed),
+    )
+
+    def transition(state: Any, _: Any) -> tuple[Any, tuple[Any, Any]]:
+        state = sample_kernel(state)
+        return state, (state.z, state.accept_prob)
+
+    def chain(key_data: Any, q0: Any) -> tuple[Any, tuple[Any, Any]]:
+        key, chain_key = jax.random.split(jax.random.wrap_key_data(key_data))
+        energy, grad = jax.value_and_grad(potential)(q0)
+        start = template._replace(z=q0, potential_energy=energy, z_grad=grad, rng_key=chain_key)
+        return jax.random.key_data(key), lax.scan(transition, start, length=transitions)[1]
+
+    return KeyedJax(chain, seed)
+
+
+def nuts_gaussian(transitions: int, step_size: float = 0.25, seed: int = 7) -> Workload:
+    """NUTS on the 2-D correlated Gaussian: ``transitions`` transitions per call."""
+    inputs, outputs, updates = nuts_chain(gaussian_logprob, transitions, step_size, 2, seed)
+    hand = numpyro_nuts(lambda q: -gaussian_logprob(q), transitions, step_size, 2, seed)
+    start = np.zeros(2)
+    return Workload("NUTS 2-D Gaussian", 1.5, inputs, outputs, updates, (start,), hand, (start,))
+
+
+def logistic_data(points: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Synthetic logistic-regression data: 3 standard-normal features and 0/1 outcomes."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(points, 3))
+    y = rng.uniform(size=points) < 1 / (1 + np.exp(-X @ np.array([1.0, -0.5, 0.25])))
+    return X, y.astype("int64")
+
+
+def logistic_logprob(X: np.ndarray, y: np.ndarray) -> Callable[[Any], Any]:
+    """aeppl's joint log-density of coefficients ~ N(0, 1) and outcomes ~ Bernoulli(sigmoid(X @ coefficients))."""
+    srng = RandomStream(0)
+    beta = srng.normal(0, 1, size=X.shape[1])
+    outcome = srng.bernoulli(at.sigmoid(at.dot(at.constant(X), beta)))
+    return lambda q: joint_logprob(realized={beta: q, outcome: at.constant(y)})[0]
+
+
+def logistic_potential(X: np.ndarray, y: np.ndarray) -> Callable[[Any], Any]:
+    """The same log-density, negated, in JAX."""
+
+    def potential(q: Any) -> Any:
+        z = X @ q
+        loglik = jnp.sum(y * jax.nn.log_sigmoid(z) + (1 - y) * jax.nn.log_sigmoid(-z))
+        return 0.5 * q @ q + 0.5 * len(q) * jnp.log(2 * jnp.pi) - loglik
+
+    return potential
+
+
+def nuts_logistic(transitions: int, step_size: float = 0.15, seed: int = 3) -> Workload:
+    """NUTS on an aeppl logistic regression (200 points, 3 coefficients): ``transitions`` transitions per call."""
+    X, y = logistic_data()
+    inputs, outputs, updates = nuts_chain(logistic_logprob(X, y), transitions, step_size, 3, seed)
+    hand = numpyro_nuts(logistic_potential(X, y), transitions, step_size, 3, seed)
+    start = np.zeros(3)
+    return Workload("NUTS logistic regression", 1.5, inputs, outputs, updates, (start,), hand, (start,))
+
+
+def suite(scale: float = 1.0) -> dict[str, Callable[[], Workload]]:
+    """The workloads of issues #4, #11 (per call) and #9 (NUTS) by name, each built when called.
+
+    ``scale`` shrinks step counts for a quick run. Building is lazy because
+    the NUTS graphs take seconds to build.
+    """
 
     def n(steps: int) -> int:
         return max(2, int(steps * scale))
 
-    return [
-        scalar_recurrence(n(10_000)),
-        rnn(n(1_000)),
-        mit_sot(n(5_000)),
-        rnn_gradient(n(1_000)),
-        random_walk(n(10_000)),
-        newton_until(n(1_000)),
-    ]
+    return {
+        "scalar recurrence": partial(scalar_recurrence, n(10_000)),
+        "RNN": partial(rnn, n(1_000)),
+        "mit-sot taps [-1,-3]": partial(mit_sot, n(5_000)),
+        "RNN gradient (W, h0)": partial(rnn_gradient, n(1_000)),
+        "Gaussian random walk": partial(random_walk, n(10_000)),
+        "until-loop (Newton sqrt)": partial(newton_until, n(1_000)),
+        "P1 add one": add_one,
+        "P2 add normal noise": add_normal_noise,
+        "HMC transition": hmc_transition,
+        "NUTS 2-D Gaussian": partial(nuts_gaussian, n(500)),
+        "NUTS logistic regression": partial(nuts_logistic, n(500)),
+    }

@@ -21,6 +21,7 @@ STYLES = {
     "dots": {"ls": "none", "marker": ".", "ms": 4, "zorder": 3},
     "faint": {"lw": 0.6, "alpha": 0.5, "color": "tab:blue"},
     "dashed": {"lw": 1.2, "ls": "--", "color": "black"},
+    "cloud": {"ls": "none", "marker": ".", "ms": 3, "alpha": 0.35},
 }
 
 
@@ -78,9 +79,10 @@ def save(
 
 
 def lines(
-    path: str | Path, title: str, series: Sequence[Series], xlabel: str, ylabel: str, log_y: bool = False
+    path: str | Path, title: str, series: Sequence[Series], xlabel: str, ylabel: str, log_y: bool = False,
+    size: tuple[float, float] = (6.4, 3.6),
 ) -> Path | None:
-    """A line chart of ``series``, each drawn in its style."""
+    """A line chart of ``series``, each drawn in its style (``"cloud"`` for a scatter of points)."""
 
     def draw(axes: Any) -> None:
         for one in series:
@@ -89,7 +91,7 @@ def lines(
         axes.set(xlabel=xlabel, ylabel=ylabel, yscale="log" if log_y else "linear")
         axes.legend(fontsize=8)
 
-    return save(path, title, draw)
+    return save(path, title, draw, size)
 
 
 def ratio_bars(path: str | Path, title: str, names: Sequence[str], ratios: dict[str, Sequence[float]]) -> Path | None:
@@ -105,6 +107,7 @@ def ratio_bars(path: str | Path, title: str, names: Sequence[str], ratios: dict[
         axes.set_yticks(rows + height * (len(ratios) - 1) / 2, names, fontsize=8)
         axes.invert_yaxis()
         axes.set_xscale("log")
+        axes.tick_params(axis="x", which="minor", labelbottom=False)
         axes.set_xlabel("time per call / hand-written JAX's (log scale; 1 = as fast)")
         axes.legend(fontsize=8, loc="lower right")
 

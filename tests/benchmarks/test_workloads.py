@@ -1,5 +1,6 @@
-"""The benchmark workloads: the hand-written JAX computes what the Aesara graph computes."""
+"""The benchmark workloads: the hand-written JAX computes what the Aesara graph computes; the runner's tables."""
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -13,23 +14,104 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import run  # noqa: E402
 import workloads  # noqa: E402
 
-SMALL = workloads.all_workloads(scale=0.01)
+SMALL = workloads.suite(scale=0.01)
 
 
-@pytest.mark.parametrize("work", SMALL, ids=[w.name for w in SMALL])
-def test_hand_written_jax_matches_the_graph(work):
-    ours = work.aesara_function(aejax.linker.mode)(*work.args)
-    hand = jax.tree_util.tree_leaves(work.jax_fn(*work.jax_args))
-    ours = ours if isinstance(ours, list) else [ours]
-    if work.updates:
-        assert np.shape(ours[0]) == np.shape(hand[-1])
-        return
+def as_list(outputs):
+    return outputs if isinstance(outputs, list) else [outputs]
+
+
+def hand_outputs(work, count):
+    """The hand-written version's last ``count`` outputs, as numpy: those the graph's outputs correspond to
+    (the random walk's hand-written version also returns its key, first)."""
+    return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(work.jax_fn(*work.jax_args))[-count:]]
+
+
+def calls(fn, args, times=3):
+    return [as_list(fn(*args)) for _ in range(times)]
+
+
+def advances(results):
+    """Repeated calls from the same inputs did not all return the same first output."""
+    return len({result[0].tobytes() for result in results}) > 1
+
+
+RANDOM = ["Gaussian random walk", "P2 add normal noise", "HMC transition", "NUTS 2-D Gaussian", "NUTS logistic regression"]
+
+
+@pytest.mark.parametrize("name", [name for name in SMALL if name not in RANDOM])
+def test_hand_written_jax_matches_the_graph(name):
+    work = SMALL[name]()
+    assert (work.name, work.updates) == (name, None)
+    ours = as_list(work.aesara_function(aejax.linker.mode)(*work.args))
+    hand = hand_outputs(work, len(ours))
     assert len(ours) == len(hand)
     for got, want in zip(ours, hand):
-        np.testing.assert_allclose(got, np.asarray(want), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", RANDOM)
+def test_random_workloads_draw_finite_values_that_advance(name):
+    """Same shapes as the hand-written version, finite, and the generators advance from call to call."""
+    work = SMALL[name]()
+    assert work.name == name and work.updates
+    ours = calls(work.aesara_function(aejax.linker.mode), work.args)
+    assert all(np.isfinite(out).all() for out in ours[0])
+    assert advances(ours)
+    if work.jax_fn is None:
+        return
+    hand = [hand_outputs(work, len(ours[0])) for _ in range(3)]
+    assert [out.shape for out in ours[0]] == [out.shape for out in hand[0]]
+    assert all(np.isfinite(out).all() for out in hand[0])
+    if isinstance(work.jax_fn, workloads.KeyedJax):  # the random walk's takes the same key every call
+        assert advances(hand)
+
+
+def test_nuts_has_no_anchor_without_numpyro(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numpyro", None)
+    monkeypatch.setitem(sys.modules, "numpyro.infer.hmc", None)
+    assert workloads.numpyro_nuts(workloads.gaussian_logprob, 5, 0.25, 2, seed=0) is None
 
 
 def test_runner_reports_ratios():
-    result = run.measure(SMALL[0], rounds=1, with_c=False)
+    result = run.measure(SMALL["scalar recurrence"](), rounds=1, with_c=False)
     assert set(result["ratio"]) == {"aejax"}
     assert result["call"]["aejax"] > 0 and result["compile"]["jax"] > 0
+
+
+def test_runner_measures_a_workload_without_hand_written_jax():
+    work = dataclasses.replace(workloads.add_one(), jax_fn=None, jax_args=())
+    result = run.measure(work, rounds=1, with_c=False)
+    assert result["ratio"] == {}
+    assert set(result["call"]) == set(result["compile"]) == {"aejax"}
+
+
+UNANCHORED = {"name": "unanchored", "target": 1.5, "call": {"aejax": 0.0805}, "compile": {"aejax": 20.0}, "ratio": {}}
+
+
+def test_table_shows_a_dash_for_each_missing_system_and_ratio():
+    assert run.table_row(UNANCHORED).split() == ["unanchored", "80.500", "-", "-", "-", "1.5", "-", "20.00/-/-"]
+
+
+def test_readme_row_shows_a_dash_for_each_missing_system_and_ratio():
+    assert run.rst_row(UNANCHORED) == '   "unanchored", 80.5, -, -, -, 1.5, -, "20.00 / - / -"'
+
+
+def test_chart_leaves_out_workloads_without_hand_written_jax(monkeypatch):
+    drawn = {}
+    monkeypatch.setattr(run.figures, "ratio_bars", lambda path, title, names, ratios: drawn.update(names=names))
+    with_anchor = {"name": "a", "ratio": {"aejax": 1.1, "aesara C": 3.0}}
+    run.plot([with_anchor, {"name": "b", "ratio": {}}], "chart.png")
+    assert drawn["names"] == ["a"]
+
+
+def test_only_picks_workloads_by_part_of_their_name():
+    assert run.chosen(list(SMALL), ["nuts"]) == ["NUTS 2-D Gaussian", "NUTS logistic regression"]
+    with pytest.raises(SystemExit, match="no workload matches --only nothing"):
+        run.chosen(list(SMALL), ["nothing"])
+
+
+def test_microsecond_calls_are_timed_many_times():
+    count = []
+    run.median_call(lambda: count.append(1), budget=1.0, max_calls=500)
+    assert len(count) == 500

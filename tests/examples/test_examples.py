@@ -100,6 +100,21 @@ def test_rnn_training_example_matches_reference(in_tmp, capsys):
     np.testing.assert_allclose(losses, [float(train(xs, ys)) for _ in range(5)], rtol=1e-9)
 
 
+def test_nuts_example(in_tmp, capsys):
+    result = load("nuts").main(chains=2, draws=200, with_c=False)
+    captured = capsys.readouterr()
+    assert has_timing(captured.out, "NUTS chain: 300 transitions -> q, accept", unit="chain")
+    assert "[NUTS chains on aejax (JAX) 2/2] chain 2" in captured.err
+    assert last_line(captured.out) == (
+        "aejax (JAX) posterior mean agrees with the target's within Monte Carlo error (4 s.e.): yes"
+    )
+    check_figure(in_tmp, "nuts_posterior.png", captured.out)
+    positions, accepts = result["samples"]["aejax (JAX)"], result["accepts"]["aejax (JAX)"]
+    assert positions.shape == (2, 200, 2) and accepts.shape == (2, 200)
+    assert np.all((accepts >= 0) & (accepts <= 1 + 1e-12)), accepts.max()  # sums of exponentials round up
+    assert abs(np.corrcoef(positions.reshape(-1, 2).T)[0, 1] - 0.5) < 0.15
+
+
 def test_newton_example(capsys):
     result = load("newton").main(size=1000, max_steps=200, calls=1, with_c=False)
     out = capsys.readouterr().out
