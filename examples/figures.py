@@ -109,6 +109,6 @@ def ratio_bars(path: str | Path, title: str, names: Sequence[str], ratios: dict[
         axes.set_xscale("log")
         axes.tick_params(axis="x", which="minor", labelbottom=False)
         axes.set_xlabel("time per call / hand-written JAX's (log scale; 1 = as fast)")
-        axes.legend(fontsize=8, loc="lower right")
+        axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=len(ratios))
 
     return save(path, title, draw, size=(7.0, 0.45 * len(names) + 1.4))

@@ -14,24 +14,33 @@ from aejax.linker.errors import (
     AllocationError,
     IndexOutOfBoundsError,
     InputValueError,
+    InvalidValueError,
     LoweringError,
+    NodeTypeError,
+    NodeValueError,
 )
+from aejax.linker.function import AejaxFunction
 from aejax.linker.linker import JAXCodecLinker
-from aejax.linker.mode import MODE_NAME, mode, use_for_aesara_jax_mode
+from aejax.linker.mode import MODE_NAME, AejaxMode, mode, use_for_aesara_jax_mode
 from aejax.linker.rewrites import JAX_REWRITES, ScanKeepLast
 from aejax.linker.static_inputs import RecompileWarning, ShapeInputWarning, StaticInputProgram
 
 __all__ = [
     "JAX_REWRITES",
     "MODE_NAME",
+    "AejaxFunction",
     "AejaxLinkerError",
+    "AejaxMode",
     "AllocationError",
     "CallbackWarning",
     "IndexOutOfBoundsError",
     "InputValueError",
+    "InvalidValueError",
     "JAXCodecLinker",
     "JaxGraph",
     "LoweringError",
+    "NodeTypeError",
+    "NodeValueError",
     "RecompileWarning",
     "ShapeInputWarning",
     "ScanKeepLast",

@@ -58,7 +58,7 @@ _BINARY: dict[type, Callable[[int, int], int]] = {
 
 def _scalar_op_interval(op: object, args: list[Interval]) -> Interval:
     if isinstance(op, (aes.Identity, aes.Cast)):
-        return args[0]
+        return args[0]  # a cast that would wrap is caught by `_in_dtype`
     if isinstance(op, aes.Neg) and args[0] is not None:
         return -args[0][1], -args[0][0]
     if isinstance(op, aes.Switch) and args[1] is not None and args[2] is not None:
@@ -72,6 +72,15 @@ def _scalar_op_interval(op: object, args: list[Interval]) -> Interval:
     return result
 
 
+def _in_dtype(var: Variable, interval: Interval) -> Interval:
+    """``interval`` if ``var``'s integer dtype holds all of it (no wrap-around), else ``None``."""
+    dtype = np.dtype(var.type.dtype)
+    if interval is None or dtype.kind not in "iu":
+        return None
+    limits = np.iinfo(dtype)
+    return interval if limits.min <= interval[0] and interval[1] <= limits.max else None
+
+
 class _Bounds:
     """One bound query; it remembers what it found, since index graphs share many subterms."""
 
@@ -81,7 +90,7 @@ class _Bounds:
 
     def interval(self, var: Variable) -> Interval:
         if var not in self._intervals:
-            self._intervals[var] = self._find_interval(var)
+            self._intervals[var] = _in_dtype(var, self._find_interval(var))
         return self._intervals[var]
 
     def length(self, var: Variable) -> int | None:
@@ -125,7 +134,7 @@ class _Bounds:
             return None if interval is None else interval[1]
         if isinstance(op, ARange):
             return self._arange_length(*node.inputs)
-        if isinstance(op, (Subtensor, IncSubtensor)):
+        if isinstance(op, IncSubtensor) or (isinstance(op, Subtensor) and isinstance(op.idx_list[0], slice)):
             return self.length(node.inputs[0])
         if isinstance(op, Elemwise):
             lengths = [self.length(i) for i in node.inputs if i.type.ndim == var.type.ndim and i.type.shape[0] != 1]

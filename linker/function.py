@@ -7,9 +7,11 @@ variable and clears the cells again. Under AEJAX one jit program does all the
 work and never writes to its inputs, so for the common call — every explicit
 input given positionally, no keywords, no profiling — `AejaxFunction` filters
 the arguments with `Type.filter` as Aesara does, runs the program on them and
-the shared variables' values, and stores the decoded updates. Anything else
-(keywords, defaults, ``output_subset``, a bad argument) goes through Aesara's
-own `Function.__call__`, which gives its usual behaviour and messages.
+the shared variables' values, and stores the decoded updates (each through
+its variable's filter). Anything else (keywords, defaults, ``output_subset``)
+goes through Aesara's own `Function.__call__`, and so does a direct call that
+fails (a bad argument, a failed check): it has stored nothing, and Aesara's
+path gives its usual behaviour and messages.
 
 Aesara finds this class through the mode's ``function_maker`` attribute
 (`aesara.compile.function.types.orig_function` looks it up), so nothing of
@@ -37,7 +39,9 @@ class DirectCall:
         self._filters = [argument_filter(c) for c in containers[: self.arity]]
         self._shared = [c.storage for c in containers[self.arity :]]
         self._updated = [
-            c.storage for c, i in zip(containers, function.maker.expanded_inputs) if i.update is not None
+            (c.storage, argument_filter(c))
+            for c, i in zip(containers, function.maker.expanded_inputs)
+            if i.update is not None
         ]
         self._call = call
         self._n_returned = len(function.maker.fgraph.outputs) - len(self._updated)
@@ -57,14 +61,16 @@ class DirectCall:
             return None
         return cls(function, HostCall(program), arity)
 
-    def __call__(self, args: Sequence[Any]) -> list[Any]:
-        """The outputs for positional ``args``; raises `BadArgument` if one does not pass its filter."""
-        try:
-            values = [filter(arg) for filter, arg in zip(self._filters, args)]
-        except Exception as error:
-            raise BadArgument from error
+    def __call__(self, args: Sequence[Any], trusted: bool = False) -> list[Any]:
+        """The outputs for positional ``args`` (filtered unless ``trusted``), after storing the updates.
+
+        Every update passes its shared variable's filter before any is stored,
+        so a call that fails changes nothing.
+        """
+        values = list(args) if trusted else [filter(arg) for filter, arg in zip(self._filters, args)]
         results = self._call(values + [cell[0] for cell in self._shared])
-        for cell, value in zip(self._updated, results[self._n_returned :]):
+        updates = [(cell, keep(value)) for (cell, keep), value in zip(self._updated, results[self._n_returned :])]
+        for cell, value in updates:
             cell[0] = value
         return results[: self._n_returned]
 
@@ -106,10 +112,6 @@ def _exact_scalar_types(dtype: np.dtype) -> tuple[type, ...]:
     return (dtype.type, *python.get(dtype, ()))
 
 
-class BadArgument(Exception):
-    """An argument `Type.filter` rejects: the call is redone by Aesara for its message."""
-
-
 class AejaxFunction(Function):
     """A compiled AEJAX function; see the module docstring for what its calls skip."""
 
@@ -125,9 +127,9 @@ class AejaxFunction(Function):
         if direct is None or kwargs or self.profile or len(args) != direct.arity:
             return super().__call__(*args, **kwargs)
         try:
-            outputs = direct(args)
-        except BadArgument:
-            return super().__call__(*args)
+            outputs = direct(args, trusted=self.trust_input)
+        except Exception:
+            return super().__call__(*args)  # nothing was stored: Aesara's path raises with its own messages
         if self.return_none:
             return None
         if self.unpack_single and len(outputs) == 1:

@@ -63,7 +63,8 @@ def bounded_shape(shape: tuple[Any, ...], leading: Any) -> tuple[tuple[int, ...]
 
     A traced leading size is allocated at its bound from the graph (``leading``
     is the size's variable, `aejax.linker.bounds`); the length is then traced
-    (``None`` when the shape is static).
+    (``None`` when the shape is static), clipped to ``[0, bound]``: a negative
+    run-time size gives an empty value where Aesara would raise.
     """
     if not shape or not is_traced(shape[0]):
         return static_ints(shape), None

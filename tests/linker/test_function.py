@@ -117,3 +117,25 @@ def test_function_copies_and_pickles_as_an_aejax_function():
     for g in (copy.copy(f), pickle.loads(pickle.dumps(f))):
         assert isinstance(g, AejaxFunction)
         np.testing.assert_array_equal(g(np.arange(3.0)), np.arange(3.0) * 2)
+
+
+def test_updates_pass_the_shared_variables_filter():
+    x = at.dscalar("x")
+    count = aesara.shared(np.int64(0))
+    f = aesara.function([x], x, updates={count: count + 1}, mode=aejax.linker.mode)
+    f(1.0)
+    f(2.0)
+    value = count.get_value(borrow=True)
+    assert isinstance(value, np.ndarray) and value.dtype == np.int64 and value == 2
+
+
+def test_trusted_inputs_skip_the_filter_and_failed_calls_store_nothing():
+    x = at.dvector("x")
+    total = aesara.shared(np.float64(0.0))
+    f = aesara.function([x], x.sum(), updates={total: total + x.sum()}, mode=aejax.linker.mode)
+    f.trust_input = True
+    assert f(np.ones(3)) == 3.0 and total.get_value() == 3.0
+    f.trust_input = False
+    with pytest.raises(TypeError):
+        f(np.ones((2, 2)))
+    assert total.get_value() == 3.0
