@@ -31,8 +31,7 @@ Interval = Optional[tuple[int, int]]
 
 def upper_bound(var: Variable) -> int | None:
     """The greatest value the integer scalar ``var`` may take at run time, if the graph bounds it."""
-    interval = _Bounds().interval(var)
-    return None if interval is None else interval[1]
+    return _Bounds().upper(var)
 
 
 def length_bound(var: Variable) -> int | None:
@@ -93,6 +92,10 @@ class _Bounds:
             self._intervals[var] = _in_dtype(var, self._find_interval(var))
         return self._intervals[var]
 
+    def upper(self, var: Variable) -> int | None:
+        interval = self.interval(var)
+        return None if interval is None else interval[1]
+
     def length(self, var: Variable) -> int | None:
         if var not in self._lengths:
             self._lengths[var] = self._find_length(var)
@@ -129,9 +132,7 @@ class _Bounds:
             return None
         op = node.op
         if isinstance(op, (Alloc, AllocEmpty)):
-            size = node.inputs[1] if isinstance(op, Alloc) else node.inputs[0]
-            interval = self.interval(size)
-            return None if interval is None else interval[1]
+            return self.upper(node.inputs[1] if isinstance(op, Alloc) else node.inputs[0])
         if isinstance(op, ARange):
             return self._arange_length(*node.inputs)
         if isinstance(op, IncSubtensor) or (isinstance(op, Subtensor) and isinstance(op.idx_list[0], slice)):
@@ -158,6 +159,5 @@ class _Bounds:
             return self.length(node.inputs[1 + layout.n_seqs + index])
         k = index - layout.n_mit_mot - layout.n_sot
         if k < layout.n_nit_sot:
-            interval = self.interval(node.inputs[layout.nit_sot_input_index(k)])
-            return None if interval is None else interval[1]
+            return self.upper(node.inputs[layout.nit_sot_input_index(k)])
         return None

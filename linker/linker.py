@@ -67,8 +67,8 @@ class BoundaryValue:
         return InputValueError(f"{role} {variable_name(self.variable)!r}: {reason}")
 
     def enter(self, value: Any) -> Any:
-        """Boundary form -> the value inside the traced function."""
-        if self.passes_through:
+        """Boundary form -> the value inside the traced function (checked once, while tracing)."""
+        if self.passes_through and isinstance(value, jax.core.Tracer):
             try:
                 self.codec.validate(value, self._type)
             except Exception as error:

@@ -38,7 +38,7 @@ from aejax.linker.checks import NeedsChecks
 from aejax.linker.concrete import is_shape_failure, is_traced
 from aejax.linker.errors import InvalidValueError, LoweringError, NodeTypeError, NodeValueError, NotStaticError
 from aejax.linker import masked
-from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, RangeRows, rows_padded
+from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, RangeRows, each_output, rows_padded
 
 FOLD_LIMIT = 64
 """Largest number of elements a value may have to be computed with numpy while tracing."""
@@ -298,7 +298,7 @@ def ragged_elementwise(node: Apply, fn: Callable[..., Any], args: Sequence[Any])
     if static:
         return out
     length = next(a.length for a in args if isinstance(a, Ragged))
-    return type(out)(Ragged(o, length) for o in out) if isinstance(out, (tuple, list)) else Ragged(out, length)
+    return each_output(out, lambda o: Ragged(o, length))
 
 
 def _needing_bounds(var: Variable) -> Callable[..., Any]:

@@ -29,7 +29,7 @@ from aesara.graph.basic import Apply
 from aesara.tensor.elemwise import CAReduce, Elemwise
 
 from aejax.linker.errors import LoweringError
-from aejax.linker.ragged import Masked
+from aejax.linker.ragged import Masked, each_output
 
 
 def nonzero_positions(a: Any) -> tuple[Masked, ...]:
@@ -67,10 +67,7 @@ def _along_rows(mask: Any, ndim: int) -> Any:
 def elementwise(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
     """An elementwise node on masked arguments: computed on every row, masked as they are."""
     mask = common_mask(args, node)
-    out = fn(*[rows(a) for a in args])
-    if isinstance(out, (tuple, list)):
-        return type(out)(Masked(o, mask) for o in out)
-    return Masked(out, mask)
+    return each_output(fn(*[rows(a) for a in args]), lambda o: Masked(o, mask))
 
 
 def reduction(node: Apply, fn: Callable[..., Any], x: Masked) -> Any:

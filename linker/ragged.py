@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -185,6 +185,11 @@ def rows_of(buffer: Any, length: Any, rows: slice) -> Ragged:
     size = buffer.shape[0]
     positions = jnp.clip(first + jnp.arange(size) * step, 0, size - 1)
     return Ragged(jnp.asarray(buffer)[positions], count)
+
+
+def each_output(out: Any, wrap: Callable[[Any], Any]) -> Any:
+    """``wrap`` applied to a lowering's output, or to each of its outputs."""
+    return type(out)(wrap(o) for o in out) if isinstance(out, (tuple, list)) else wrap(out)
 
 
 RUN_TIME_LENGTH = (Ragged, Masked, RangeRows)
