@@ -24,20 +24,23 @@ Random states
     differ anywhere give different keys, and the result is the same in every
     process.
 
-    key -> host: the key's words are embedded verbatim at the start of a fresh
-    numpy state, the rest of the state is filled with a SHAKE-256 expansion of
-    the key: a `Generator` over PCG64 (words 0-3 form ``state``, words 4-7 form
-    ``inc`` with its low bit set), or an MT19937 `RandomState` (the 624-word key
-    array, ``pos=624``, no cached Gaussian). Encoding recognises an embedding by
-    rebuilding it from the leading words and comparing whole states, so
-    ``encode(decode(key)) == key`` bit for bit (also after pickling), while a
-    generator numpy has drawn from no longer matches and gets a new key.
+    key -> host: a keyed `Generator` over PCG64 or `RandomState` over MT19937
+    (`aejax.adapters.keyed`) that holds the key and, when first used, takes
+    the state that embeds it: the key's words verbatim at the start of the
+    numpy state, the rest a SHAKE-256 expansion of the key (for PCG64 words
+    0-3 form ``state``, words 4-7 ``inc`` with its low bit set; for MT19937 the
+    624-word key array, ``pos=624``, no cached Gaussian). Encoding a keyed
+    generator still holding its key, or still in the state it settled to,
+    gives the key back as it is; any other host value is recognised as an
+    embedding by rebuilding it from the leading words and comparing whole
+    states, so ``encode(decode(key)) == key`` bit for bit (also after
+    pickling), while a generator numpy has drawn from no longer matches and
+    gets a new key.
 """
 
 from __future__ import annotations
 
 import hashlib
-import threading
 from typing import Any, Callable
 
 import jax
@@ -45,6 +48,7 @@ import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
 from aejax.adapters.codec import CodecError, PayloadError
+from aejax.adapters.keyed import KeyedGenerator, KeyedRandomState, held_key, hold_key, settled_key
 from aejax.adapters.schemas import (
     ArrayPayloadSpec,
     CodecSpec,
@@ -57,6 +61,7 @@ from aejax.adapters.schemas import (
 DEFAULT_KEY_IMPL = "threefry2x32"
 _EMBED_TAG = b"aejax.prng-embedding\0"
 _HASH_TAG = b"aejax.prng-host-state\0"
+_UINT32 = np.dtype(np.uint32)
 
 
 def _check_x64(type: Any, dtype: np.dtype) -> None:
@@ -163,16 +168,17 @@ class PRNGKeyCodec:
     Besides the `StateCodec` methods it converts between host values and the
     key's raw ``uint32`` words (`encode_words` / `decode_words`), which a
     linker may pass across its jit boundary and wrap into a key inside the
-    traced function. It remembers the ``recent_limit`` host values it decoded
-    most recently (behind a lock: one codec serves every thread), so encoding
-    one of them again, unchanged, costs a state comparison.
-    Subclasses say which host object they build and how a key is embedded in
-    its state.
+    traced function. Decoding gives a keyed numpy generator
+    (`aejax.adapters.keyed`) that holds the words until something reads it,
+    and encoding one that still holds them, or whose state is still the one
+    they settled to, gives back the very same words (a JAX array stays on
+    the device). Subclasses say which host object they build and how a key
+    is embedded in its state.
     """
 
     spec: CodecSpec
     state_words: int
-    recent_limit = 256
+    keyed_class: type
 
     def __init__(self, impl: str = DEFAULT_KEY_IMPL) -> None:
         self.impl = impl
@@ -181,8 +187,7 @@ class PRNGKeyCodec:
         ).shape
         self.key_words = int(np.prod(shape))
         self.key_shape = tuple(shape)
-        self._recent: dict[int, tuple[Any, Any, np.ndarray]] = {}
-        self._recent_lock = threading.Lock()
+        self._embed_hash = hashlib.shake_256(_EMBED_TAG + impl.encode() + b"\0")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(impl={self.impl!r})"
@@ -195,32 +200,36 @@ class PRNGKeyCodec:
 
     def decode(self, backend_value: Any, type: Any) -> Any:
         self.validate(backend_value, type)
-        return self.decode_words(np.asarray(jax.random.key_data(backend_value)), type)
+        return self.decode_words(jax.random.key_data(backend_value), type)
 
-    def encode_words(self, host_value: Any, type: Any) -> np.ndarray:
-        """The key data (``uint32``, shape ``key_shape``) of a host value."""
-        with self._recent_lock:
-            recent = self._recent.get(id(host_value))
-        if recent is not None and recent[0] is host_value and self.same_state(host_value, recent[1]):
-            return recent[2]
+    def encode_words(self, host_value: Any, type: Any) -> Any:
+        """The key data (``uint32``, shape ``key_shape``; numpy, or the JAX array it was decoded from) of a host value."""
+        held = held_key(host_value)
+        if held is not None and held.codec is self:
+            return held.words
+        settled = settled_key(host_value)
+        if settled is not None and self.same_state(host_value, settled.state):
+            return settled.words
         state = self.host_state(host_value, type)
         words = self._embedded_words(state)
         if words is None:
             words = self._hashed_words(state)
         return words.reshape(self.key_shape)
 
-    def decode_words(self, words: np.ndarray, type: Any) -> Any:
-        """The host value that embeds the key data ``words``."""
-        words = np.array(words, dtype=np.uint32)  # owned: a view would keep a JAX buffer alive
+    def decode_words(self, words: Any, type: Any, into: Any = None) -> Any:
+        """A keyed host object holding the key data ``words``.
+
+        Given ``into``, a keyed host object of this codec's kind, ``into``
+        holds the key from now on and is returned, as Aesara's in-place
+        random ops advance a shared generator; any other ``into`` is left
+        alone.
+        """
+        if not (isinstance(words, jax.Array) and words.dtype == _UINT32):
+            words = np.array(words, dtype=np.uint32)  # owned: the caller may reuse its array
         if words.shape != self.key_shape:
             raise PayloadError(type, "key_data.shape", str(self.key_shape), words)
-        state = self.embed(words.ravel())
-        host = self.host_from_state(state)
-        remembered = (host, state, words)
-        with self._recent_lock:
-            if len(self._recent) >= self.recent_limit:
-                self._recent.pop(next(iter(self._recent)))
-            self._recent[id(host)] = remembered
+        host = into if isinstance(into, self.keyed_class) else self.new_keyed_host()
+        hold_key(host, self, words)
         return host
 
     def validate(self, backend_value: Any, type: Any) -> None:
@@ -245,8 +254,12 @@ class PRNGKeyCodec:
         """Validate a host value of this codec's Type and return its state model."""
         raise NotImplementedError
 
-    def host_from_state(self, state: dict[str, Any]) -> Any:
-        """Build the numpy host object of a numpy state dict."""
+    def new_keyed_host(self) -> Any:
+        """A keyed host object of this codec's kind, its numpy state not yet set."""
+        raise NotImplementedError
+
+    def set_host_state(self, host_value: Any, state: dict[str, Any]) -> None:
+        """Put a keyed host object into the numpy state ``state``, reading none of its attributes."""
         raise NotImplementedError
 
     def raw_state(self, host_value: Any) -> Any:
@@ -268,8 +281,9 @@ class PRNGKeyCodec:
     def _state_bytes(self, words: np.ndarray) -> bytes:
         """The ``state_words`` little-endian words of an embedding: ``words``, then a SHAKE-256 stream."""
         leading = words.astype("<u4").tobytes()
-        extra = 4 * self.state_words - len(leading)
-        return leading + hashlib.shake_256(_EMBED_TAG + self.impl.encode() + b"\0" + leading).digest(extra)
+        stream = self._embed_hash.copy()
+        stream.update(leading)
+        return leading + stream.digest(4 * self.state_words - len(leading))
 
     def _embedded_words(self, state: RNGState) -> np.ndarray | None:
         words = self.leading_words(state)
@@ -316,16 +330,18 @@ class RandomGeneratorCodec(PRNGKeyCodec):
 
     spec = CodecSpec(backend="jax", type="aesara.tensor.random.type.RandomGeneratorType")
     state_words = 8
+    keyed_class = KeyedGenerator
 
     def host_state(self, host_value: Any, type: Any) -> RNGState:
         return _parsed_state(
             type, host_value, np.random.Generator, False, lambda g: g.bit_generator.state
         )
 
-    def host_from_state(self, state: dict[str, Any]) -> np.random.Generator:
-        bit_generator = np.random.PCG64(_UNSEEDED)
-        bit_generator.state = state
-        return np.random.Generator(bit_generator)
+    def new_keyed_host(self) -> KeyedGenerator:
+        return KeyedGenerator(np.random.PCG64(_UNSEEDED))
+
+    def set_host_state(self, host_value: np.random.Generator, state: dict[str, Any]) -> None:
+        np.random.Generator.bit_generator.__get__(host_value).state = state
 
     def raw_state(self, host_value: Any) -> Any:
         return host_value.bit_generator.state
@@ -353,16 +369,18 @@ class RandomStateCodec(PRNGKeyCodec):
 
     spec = CodecSpec(backend="jax", type="aesara.tensor.random.type.RandomStateType")
     state_words = 624
+    keyed_class = KeyedRandomState
 
     def host_state(self, host_value: Any, type: Any) -> RNGState:
         return _parsed_state(
             type, host_value, np.random.RandomState, True, lambda r: r.get_state(legacy=False)
         )
 
-    def host_from_state(self, state: dict[str, Any]) -> np.random.RandomState:
-        host = np.random.RandomState(np.random.MT19937(_UNSEEDED))
-        host.set_state(state)
-        return host
+    def new_keyed_host(self) -> KeyedRandomState:
+        return KeyedRandomState(np.random.MT19937(_UNSEEDED))
+
+    def set_host_state(self, host_value: np.random.RandomState, state: dict[str, Any]) -> None:
+        np.random.RandomState.set_state(host_value, state)
 
     def raw_state(self, host_value: Any) -> Any:
         return host_value.get_state(legacy=False)

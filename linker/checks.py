@@ -1,21 +1,24 @@
 """Run-time checks on traced values, raised after the call with the Op's own exception.
 
 JAX cannot raise from inside a jit program. A check whose condition depends
-on traced values (`CheckAndRaise`, e.g. aeppl's parameter checks) is recorded
-with `jax.experimental.checkify` instead (`require`).
+on traced values (`CheckAndRaise`, e.g. aeppl's parameter checks) is turned
+into a *failure code* instead: ``-1`` while every check holds, else the
+number of the first check that failed (`CHECKS` maps numbers back to the
+exception class and message). `require` folds each check into the code of
+the function being traced; a loop carries its body's code and hands it out
+when it ends (`with_failure_code`, `report`), so one ``int32`` leaves the
+program beside the outputs.
 
 A program is first traced as it is, inside `discovering`. The first `require`
 met there raises `NeedsChecks`, and the program is traced again as a
-`CheckedProgram`, which returns whether a check failed next to the outputs and
-raises the failed check's exception on the host, before any output is stored,
-so a failing call updates no shared variable. Programs without checks are
-compiled as they are and pay nothing.
+`CheckedProgram`, which raises the failed check's exception on the host,
+before any output is stored, so a failing call updates no shared variable.
+Programs without checks are compiled as they are and pay nothing.
 """
 
 from __future__ import annotations
 
 import contextvars
-import re
 import threading
 import warnings
 from typing import Any, Callable
@@ -23,11 +26,12 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import checkify
 
-_WARN, _DISCOVER, _FUNCTIONALIZED, _SHAPES_ONLY = "warn", "discover", "functionalized", "shapes only"
+_WARN, _DISCOVER, _CHECKED, _SHAPES_ONLY = "warn", "discover", "checked", "shapes only"
 _CONTEXT = contextvars.ContextVar("aejax_checks", default=_WARN)
-_MESSAGE = re.compile(r"aejax check (\d+)\b")
+_CODES: contextvars.ContextVar[list[Any]] = contextvars.ContextVar("aejax_check_codes")
+PASSED = -1
+"""The failure code of a run in which every check held."""
 
 
 class _CheckTable:
@@ -78,8 +82,52 @@ def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
         )
         return
     number = CHECKS.number(exc_type, message)
-    escaped = message.replace("{", "{{").replace("}", "}}")  # checkify formats its message
-    checkify.check(jnp.all(condition), f"aejax check {number}: {escaped}")
+    report(jnp.where(jnp.all(condition), PASSED, number).astype("int32"))
+
+
+def checking() -> bool:
+    """Whether checks met now fold into a failure code (inside a `CheckedProgram`)."""
+    return _CONTEXT.get() == _CHECKED
+
+
+def _first_failure(earlier: Any, later: Any) -> Any:
+    return later if earlier is None else jnp.where(earlier == PASSED, later, earlier)
+
+
+def report(code: Any) -> None:
+    """Fold the failure code ``code`` (of a check or a loop) into the code of the function being traced."""
+    codes = _CODES.get()
+    codes[0] = _first_failure(codes[0], code)
+
+
+def loop_failure_start() -> Any:
+    """A loop's failure code before its first step: `PASSED` inside a `CheckedProgram`, else ``None`` (none carried)."""
+    return jnp.asarray(PASSED, "int32") if checking() else None
+
+
+def loop_step(failed: Any, step: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
+    """``step(*args)`` traced as a loop body, and the loop's failure code after it (``None`` stays ``None``)."""
+    if failed is None:
+        return step(*args), None
+    result, code = with_failure_code(step, *args)
+    return result, _first_failure(failed, code)
+
+
+def loop_end(failed: Any) -> None:
+    """Hand a finished loop's failure code to the function around the loop."""
+    if failed is not None:
+        report(failed)
+
+
+def with_failure_code(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
+    """``fn(*args)`` and the failure code of the checks met while tracing it (`PASSED` if none)."""
+    token = _CODES.set([None])
+    try:
+        result = fn(*args)
+        code = _CODES.get()[0]
+    finally:
+        _CODES.reset(token)
+    return result, jnp.asarray(PASSED, "int32") if code is None else code
 
 
 def _traced_in(context: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
@@ -105,38 +153,17 @@ def discovering(traced_fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class CheckedProgram:
-    """``jax.jit`` of a traced function whose checks fail the call after it returns.
-
-    Each call returns the outputs and one flag; only when the flag says a
-    check failed is the program run again, returning checkify's error, to
-    find which check it was (the error itself costs time to return).
-    """
+    """``jax.jit`` of a traced function whose checks fail the call after it returns."""
 
     def __init__(self, traced_fn: Callable[..., tuple[Any, ...]]) -> None:
-        checked = checkify.checkify(traced_fn)
+        def with_code(*args: Any) -> tuple[Any, Any]:
+            return _traced_in(_CHECKED, lambda *values: with_failure_code(traced_fn, *values), args)
 
-        def with_error(*args: Any) -> tuple[checkify.Error, tuple[Any, ...]]:
-            return _traced_in(_FUNCTIONALIZED, checked, args)
-
-        def with_flag(*args: Any) -> tuple[Any, tuple[Any, ...]]:
-            error, outputs = with_error(*args)
-            flags = [leaf for leaf in jax.tree_util.tree_leaves(error) if leaf.dtype == bool]
-            return (jnp.any(jnp.stack(flags)) if flags else jnp.asarray(False)), outputs
-
-        self._with_flag = jax.jit(with_flag)
-        self._with_error = jax.jit(with_error)
+        self._with_code = jax.jit(with_code)
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
-        failed, outputs = self._with_flag(*args)
-        if np.asarray(failed):  # bool() of a JAX array is several times slower
-            raise failure(self._with_error(*args)[0])
+        outputs, code = self._with_code(*args)
+        code = int(np.asarray(code))  # bool() of a JAX array is several times slower
+        if code != PASSED:
+            raise CHECKS.exception(code)
         return outputs
-
-
-def failure(error: checkify.Error) -> BaseException:
-    """The exception of the check that failed, as its Op declares it."""
-    message = error.get() or ""
-    found = _MESSAGE.search(message)
-    if found is None:
-        return RuntimeError(f"a run-time check failed: {message}")
-    return CHECKS.exception(int(found.group(1)))

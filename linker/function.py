@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 from aesara.compile.function.types import Function, FunctionMaker
+from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from aesara.tensor.type import TensorType
 
 from aejax.linker.linker import HostCall
@@ -59,7 +60,7 @@ class DirectCall:
             return None
         if any(indices is not None for _, indices, _ in function.indices):
             return None
-        return cls(function, HostCall(program), arity)
+        return cls(function, HostCall(program, function.maker.fgraph.update_mapping), arity)
 
     def __call__(self, args: Sequence[Any], trusted: bool = False) -> list[Any]:
         """The outputs for positional ``args`` (filtered unless ``trusted``), after storing the updates.
@@ -78,7 +79,9 @@ class DirectCall:
 def argument_filter(container: Any) -> Callable[[Any], Any]:
     """``container``'s `Type.filter` with its call options, skipped for arrays it would return as they are.
 
-    A numpy array of a `TensorType`'s exact dtype and rank, aligned, passes
+    A numpy generator passes a random Type's filter unchanged (any `Generator`
+    for `RandomGeneratorType`, any `RandomState` for `RandomStateType`). A
+    numpy array of a `TensorType`'s exact dtype and rank, aligned, passes
     the filter unchanged when the Type fixes no dimension and checks no values;
     for a 0-d Type, a numpy scalar of its dtype (or a Python number of the same
     kind and precision) becomes a 0-d array of it, as the filter would make it
@@ -90,6 +93,9 @@ def argument_filter(container: Any) -> Callable[[Any], Any]:
     def full(value: Any) -> Any:
         return type_.filter(value, **options)
 
+    generator_class = _RANDOM_HOST_CLASSES.get(type(type_))
+    if generator_class is not None:
+        return lambda value: value if isinstance(value, generator_class) else full(value)
     plain = isinstance(type_, TensorType) and not type_.filter_checks_isfinite
     if not plain or any(s is not None for s in type_.shape):
         return full
@@ -104,6 +110,10 @@ def argument_filter(container: Any) -> Callable[[Any], Any]:
         return full(value)
 
     return fast
+
+
+_RANDOM_HOST_CLASSES = {RandomGeneratorType: np.random.Generator, RandomStateType: np.random.RandomState}
+"""The numpy objects each random Type's filter accepts as they are."""
 
 
 def _exact_scalar_types(dtype: np.dtype) -> tuple[type, ...]:

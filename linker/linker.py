@@ -9,10 +9,9 @@ applied to backend values.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import jax
-import numpy as np
 from aesara.graph.basic import Variable
 from aesara.link.basic import JITLinker
 
@@ -59,6 +58,10 @@ class BoundaryValue:
         except Exception as error:
             raise self.failure("output", error) from error
 
+    def decode_into(self, value: Any, previous: Any) -> Any:
+        """A boundary-form output as a host value, reusing ``previous`` (the value it updates) where it can."""
+        return self.decode(value)
+
     def failure(self, role: str, error: Exception) -> InputValueError:
         """``error`` of the codec, as an `InputValueError` naming the variable (and the codec, if it is a bug)."""
         reason = str(error) if isinstance(error, CodecError) else (
@@ -93,7 +96,18 @@ class KeyBoundaryValue(BoundaryValue):
         self.impl = impl
         self.passes_through = False
         self._encode = codec.encode_words  # type: ignore[attr-defined]
-        self._decode = lambda words, type: codec.decode_words(np.asarray(words), type)  # type: ignore[attr-defined]
+        self._decode = codec.decode_words  # type: ignore[attr-defined]
+
+    def decode_into(self, value: Any, previous: Any) -> Any:
+        """The advanced state, set into ``previous`` when it is a generator of the codec's own kind.
+
+        A shared generator is then advanced in place call after call, as
+        Aesara's in-place random ops do, instead of being rebuilt each time.
+        """
+        try:
+            return self._decode(value, self._type, into=previous)
+        except Exception as error:
+            raise self.failure("output", error) from error
 
     def enter(self, value: Any) -> Any:
         return jax.random.wrap_key_data(value, impl=self.impl)
@@ -124,21 +138,39 @@ def boundary(variables: list[Variable], storage_map: dict[Variable, list[Any]]) 
 class HostCall:
     """Run a `GraphProgram` on host values: encode the inputs, call it, decode the outputs.
 
-    Decoding finishes before anything is returned, so a call that fails
-    leaves no partial result behind.
+    ``updates`` maps an output's position to the position of the input it
+    updates (``FunctionGraph.update_mapping``); such an output is decoded into
+    the input's host value where its cell can (an advanced random state set
+    into the shared generator), after every other output is decoded, so a
+    call that fails leaves no partial result behind.
     """
 
-    def __init__(self, program: GraphProgram) -> None:
+    def __init__(self, program: GraphProgram, updates: Mapping[int, int] | None = None) -> None:
         self.program = program
         self._encoders = [None if cell.passes_through else cell.encode for cell in program.input_cells]
         self._encodes = any(self._encoders)
-        self._decoders = [cell.decode for cell in program.output_cells]
+        cells = program.output_cells
+        self._in_place = [
+            (out, updated, cells[out].decode_into)
+            for out, updated in sorted((updates or {}).items())
+            if type(cells[out]).decode_into is not BoundaryValue.decode_into
+        ]
+        in_place = {out for out, _, _ in self._in_place}
+        self._decoders = [None if i in in_place else cell.decode for i, cell in enumerate(cells)]
 
     def __call__(self, host_values: Sequence[Any]) -> list[Any]:
+        values = host_values
         if self._encodes:
-            host_values = [v if encode is None else encode(v) for encode, v in zip(self._encoders, host_values)]
-        results = self.program(*host_values)
-        return [decode(r) for decode, r in zip(self._decoders, results)]
+            values = [v if encode is None else encode(v) for encode, v in zip(self._encoders, host_values)]
+        results = self.program(*values)
+        outputs = [None if decode is None else decode(r) for decode, r in zip(self._decoders, results)]
+        reused: list[Any] = []
+        for out, updated, decode_into in self._in_place:
+            previous = host_values[updated]
+            fresh = any(previous is other for other in reused)  # one object updated twice: keep both
+            outputs[out] = decode_into(results[out], None if fresh else previous)
+            reused.append(previous)
+        return outputs
 
 
 class JAXCodecLinker(JITLinker):
@@ -169,7 +201,7 @@ class JAXCodecLinker(JITLinker):
         self, compute_map: Any, order: Any, input_storage: Any, output_storage: Any, storage_map: Any
     ) -> tuple[list[Callable[[], None]], list[Any], GraphProgram]:
         program = self.jit_compile(self.fgraph_convert(self.fgraph, storage_map=storage_map))
-        call = HostCall(program)
+        call = HostCall(program, self.fgraph.update_mapping)
         inputs = [cell.storage for cell in program.input_cells]
         outputs = [(cell.storage, compute_map[cell.variable]) for cell in program.output_cells]
 

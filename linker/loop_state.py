@@ -26,6 +26,7 @@ class Carry(NamedTuple):
     shared: tuple[Any, ...]
     buffers: tuple[Any, ...]
     running: Any
+    failed: Any
 
 
 def same_type_as(value: Any, reference: Any) -> Any:

@@ -14,7 +14,11 @@
   destroy-handler work), ``cxx_only`` and ``BlasOpt`` (C and BLAS Ops with no
   JAX lowering), ``fusion`` (XLA fuses elementwise work itself; Aesara's
   `Composite` loops would only hide the graph from it), ``scan_save_mem``
-  (replaced by ours, below). Aesara's
+  (replaced by ours, below), ``local_subtensor_merge`` (it folds ``x[a:b][c:d]``
+  into one slice whose bounds are ``switch`` expressions over the lengths;
+  XLA slices a slice for free, while the merged bounds grow the graph: in an
+  RNN gradient it ran 1,136 times, took 60% of Aesara's rewriting and left
+  279 nodes instead of 76). Aesara's
   ``jax_shape_parameter_as_tuple`` / ``jax_size_parameter_as_tuple`` are not
   needed: the lowering evaluates concrete shape arithmetic with numpy while
   tracing.
@@ -219,7 +223,7 @@ EARLY_POSITION = -1.0
 
 JAX_REWRITES = RewriteDatabaseQuery(
     include=["fast_run", "jax_boolean_indexing_sum"],
-    exclude=["cxx_only", "BlasOpt", "inplace", "fusion", "scan_save_mem"],
+    exclude=["cxx_only", "BlasOpt", "inplace", "fusion", "scan_save_mem", "local_subtensor_merge"],
     extra_rewrites=[(scan_rewrites, EARLY_POSITION)],
 )
 """The rewrite query of the ``"AEJAX"`` mode; ``mode.including(...)`` and

@@ -108,7 +108,7 @@ class StaticInputProgram:
         self._discovered = _Discovered()
         self._lock = threading.Lock()
         self._warned = False
-        self._recent: tuple[Any, ...] = (None, None, None)  # (discovered, key, program) of the last call
+        self._recent: tuple[Any, ...] = (None, None, None)  # (discovered, key, program) of the last call that ran
 
     @property
     def static_positions(self) -> tuple[int, ...]:
@@ -119,17 +119,31 @@ class StaticInputProgram:
         return self._discovered.checked
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
+        discovered, key, program = self._recent
+        if (
+            discovered is self._discovered
+            and not discovered.static_positions
+            and key == tuple([getattr(a, "shape", None) for a in args])
+        ):
+            return program(*args)  # the common call: inputs shaped as last time, already traced
+        return self._call(args)
+
+    def _call(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         while True:
             discovered = self._discovered
             try:
-                return self._program_for(discovered, args)(*self._dynamic(discovered, args))
+                key, program = self._program_for(discovered, args)
+                outputs = program(*self._dynamic(discovered, args))
             except LoweringError as error:
                 if not self._make_static(discovered, error):
                     raise
             except NeedsChecks:
                 self._rediscover(discovered, replace(discovered, checked=True))
+            else:
+                self._recent = (discovered, key, program)  # only once it ran: then it is traced
+                return outputs
 
-    def _program_for(self, discovered: _Discovered, args: tuple[Any, ...]) -> Callable[..., Any]:
+    def _program_for(self, discovered: _Discovered, args: tuple[Any, ...]) -> tuple[Any, Callable[..., Any]]:
         statics = discovered.static_positions
         if statics:
             key = tuple(np.asarray(a).item() if i in statics else _shape_key(a) for i, a in enumerate(args))
@@ -137,15 +151,14 @@ class StaticInputProgram:
             key = tuple([a.shape if hasattr(a, "shape") else _shape_key(a) for a in args])
         recent_discovered, recent_key, program = self._recent
         if recent_discovered is discovered and recent_key == key:
-            return program
+            return key, program
         program = self.programs.get(key)
         if program is None:
             program = self.programs.add(key, self._compile(discovered, key))
             if self.programs.evicted and not self._warned:
                 self._warned = True
                 self._warn_recompiling()
-        self._recent = (discovered, key, program)
-        return program
+        return key, program
 
     @staticmethod
     def _dynamic(discovered: _Discovered, args: tuple[Any, ...]) -> list[Any] | tuple[Any, ...]:

@@ -50,7 +50,7 @@ from jax import lax
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
 from aejax.linker.dispatch.tensor_basic import bounded_shape, require_memory
-from aejax.linker.checks import require, shapes_only
+from aejax.linker.checks import loop_end, loop_failure_start, loop_step, require, shapes_only
 from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.scan_layout import ScanLayout, split_by
 from aejax.linker.errors import InvalidValueError, LoweringError, variable_name
@@ -331,6 +331,7 @@ class LoweredScan:
             shared=tuple(shared),
             buffers=(),
             running=None,
+            failed=loop_failure_start(),
         )
 
         def body(carry: Carry, rows: tuple[list[Any], ...]) -> tuple[Carry, tuple[list[Any], ...]]:
@@ -338,7 +339,9 @@ class LoweredScan:
             mm_rows = [window_rows(w, m, taps) for w, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
             sot_rows = [sw.rows(w) for sw, w in zip(sot_windows, carry.windows)]
             states = self.noise.step_states(carry.shared, noise_rows)
-            mm_outs, sot_outs, nit_outs, shared_outs, _ = self.run_inner(seq_rows, mm_rows, sot_rows, states, non_seqs)
+            (mm_outs, sot_outs, nit_outs, shared_outs, _), failed = loop_step(
+                carry.failed, self.run_inner, seq_rows, mm_rows, sot_rows, states, non_seqs
+            )
             written = [
                 window_written(w, m, taps, values)
                 for w, m, taps, values in zip(carry.mit_mot, mintaps, lay.mit_mot_out, self.mit_mot_out_groups(mm_outs))
@@ -350,11 +353,13 @@ class LoweredScan:
                 shared=tuple(same_type_as(v, s) for v, s in zip(shared_outs, carry.shared)),
                 buffers=(),
                 running=None,
+                failed=failed,
             )
             kept_sots = [y for y, keep in zip(sot_outs, traced_sots) if keep]
             return new, ([w[0] for w in written], kept_sots, list(nit_outs))
 
         final, (mm_traces, sot_traces, nit_traces) = lax.scan(body, start, (seqs, mm_incoming, noise), length=n_steps)
+        loop_end(final.failed)
         mm_results = [
             jnp.concatenate([trace, window, b[n_steps + window.shape[0] :]])[: b.shape[0]]
             for b, trace, window in zip(mit_mot, mm_traces, final.mit_mot)
@@ -390,6 +395,7 @@ class LoweredScan:
             shared=tuple(shared),
             buffers=tuple(b for b, keep in zip(sots, traced) if keep) + tuple(nit_buffers),
             running=jnp.asarray(True),
+            failed=loop_failure_start(),
         )
         offsets = [sw.width for sw, keep in zip(sot_windows, traced) if keep] + [0] * lay.n_nit_sot
 
@@ -402,7 +408,9 @@ class LoweredScan:
             mm_rows = [read_rows(b, i - m, taps) for b, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
             sot_rows = [sw.rows(w) for sw, w in zip(sot_windows, carry.windows)]
             states = self.noise.step_states(carry.shared, [sequence_row(rows, i) for rows in noise])
-            mm_outs, sot_outs, nit_outs, shared_outs, until = self.run_inner(seq_rows, mm_rows, sot_rows, states, non_seqs)
+            (mm_outs, sot_outs, nit_outs, shared_outs, until), failed = loop_step(
+                carry.failed, self.run_inner, seq_rows, mm_rows, sot_rows, states, non_seqs
+            )
             written = [y for y, keep in zip(sot_outs, traced) if keep] + list(nit_outs)
             return Carry(
                 step=i + 1,
@@ -414,9 +422,11 @@ class LoweredScan:
                 shared=tuple(same_type_as(v, s) for v, s in zip(shared_outs, carry.shared)),
                 buffers=tuple(write_rows(b, i + offset, (0,), (y,)) for b, offset, y in zip(carry.buffers, offsets, written)),
                 running=jnp.logical_not(jnp.asarray(until[0]).astype(bool)) if until else carry.running,
+                failed=failed,
             )
 
         final = lax.while_loop(cond, body, start)
+        loop_end(final.failed)
         laid_out = iter(
             ordered_history(b, final.step, offset, n_steps, lay.as_while) for b, offset in zip(final.buffers, offsets)
         )

@@ -7,6 +7,7 @@ import aesara.tensor as at
 import numpy as np
 import pytest
 from aesara.raise_op import Assert, CheckAndRaise
+from aesara.scan.utils import until
 
 import aejax.linker
 from aejax.linker.checks import CheckedProgram
@@ -67,6 +68,57 @@ def test_check_inside_a_scan_raises():
     np.testing.assert_allclose(ours(np.arange(1.0, 4.0)), reference(np.arange(1.0, 4.0)))
     with pytest.raises(NegativeScaleError):
         ours(np.array([1.0, -2.0, 3.0]))
+
+
+class SmallStepError(ValueError):
+    """A second exception class, to tell two checks apart."""
+
+
+def _big_step(x):
+    return CheckAndRaise(SmallStepError, "step must be at least 0.5")(x, at.all(abs(x) >= 0.5))
+
+
+@pytest.mark.parametrize(
+    "values, error",
+    [
+        ([1.0, 2.0, 3.0, 4.0], None),
+        ([1.0, 0.1, -3.0, 4.0], SmallStepError),  # the second check fails first (step 1)
+        ([1.0, 2.0, -3.0, 0.1], NegativeScaleError),
+    ],
+)
+def test_the_first_failing_check_of_an_until_loop_is_raised_as_the_reference_does(values, error):
+    xs = at.dvector("xs")
+
+    def step(x, acc):
+        total = acc + _big_step(_positive(x) * 1.0)
+        return total, until(total > 100)
+
+    ys, _ = aesara.scan(step, sequences=[xs], outputs_info=[at.as_tensor(np.float64(0.0))])
+    reference, ours = _compile_both([xs], ys[-1])
+    point = np.array(values)
+    if error is None:
+        np.testing.assert_allclose(ours(point), reference(point))
+        return
+    for f in (reference, ours):
+        with pytest.raises(error):
+            f(point)
+
+
+def test_a_check_in_a_nested_loop_fails_the_call_and_passes_otherwise():
+    xs = at.dmatrix("xs")
+
+    def row_sum(row):
+        inner, _ = aesara.scan(lambda x, acc: acc + _positive(x), sequences=[row], outputs_info=[at.as_tensor(np.float64(0.0))])
+        return inner[-1]
+
+    sums, _ = aesara.scan(row_sum, sequences=[xs])
+    reference, ours = _compile_both([xs], sums)
+    good = np.arange(1.0, 7.0).reshape(2, 3)
+    np.testing.assert_allclose(ours(good), reference(good))
+    bad = good.copy()
+    bad[1, 2] = -1.0
+    with pytest.raises(NegativeScaleError, match="scale must be positive"):
+        ours(bad)
 
 
 def test_only_graphs_with_checks_are_compiled_with_them():
