@@ -133,20 +133,30 @@ def chosen(names: list[str], only: list[str] | None) -> list[str]:
     return picked
 
 
+def tabulated(
+    title: str, names: list[str], header: str, measure_one: Callable[[str], dict[str, Any]], row: Callable[[dict[str, Any]], str]
+) -> list[dict[str, Any]]:
+    """``measure_one`` of each name, in order, printing the table ``header`` and each ``row`` as soon as it is measured."""
+    results = []
+    print(header)
+    print("-" * len(header))
+    with Progress(title, len(names)) as progress:
+        for name in names:
+            progress.step(name)
+            results.append(measure_one(name))
+            progress.print(row(results[-1]))
+    return results
+
+
 def measure_all(scale: float, rounds: int, with_c: bool, only: list[str] | None = None) -> list[dict[str, Any]]:
     """Measure every workload (or those ``only`` names), printing each table row as soon as it is measured."""
     builders = suite(scale)
-    names = chosen(list(builders), only)
-    results = []
-    print(HEADER)
-    print("-" * len(HEADER))
-    with Progress("benchmarks", len(names)) as progress:
-        for name in names:
-            progress.step(name)
-            work = builders[name]()
-            results.append({"name": work.name, "target": work.target, **measure(work, rounds, with_c)})
-            progress.print(table_row(results[-1]))
-    return results
+
+    def measure_one(name: str) -> dict[str, Any]:
+        work = builders[name]()
+        return {"name": work.name, "target": work.target, **measure(work, rounds, with_c)}
+
+    return tabulated("benchmarks", chosen(list(builders), only), HEADER, measure_one, table_row)
 
 
 def cell(values: dict[str, float], key: str, spec: str, scale: float = 1.0) -> str:

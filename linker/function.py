@@ -24,6 +24,7 @@ import copyreg
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from aesara import config
 from aesara.compile.function.types import Function, FunctionMaker
 from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from aesara.tensor.type import TensorType
@@ -150,8 +151,16 @@ class AejaxFunction(Function):
 
 
 class AejaxFunctionMaker(FunctionMaker):
-    """Aesara's `FunctionMaker`, building `AejaxFunction`s."""
+    """Aesara's `FunctionMaker`, building `AejaxFunction`s.
+
+    It rewrites the graph with ``config.cxx`` empty: Aesara's constant
+    folding runs each folded node through the Op's thunk, which by default
+    compiles the Op's C code (about 40 s for an RNN gradient on an empty
+    Aesara cache), while a JAX function needs none of it; the Op's Python
+    code folds the same constants.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("function_builder", AejaxFunction)
-        super().__init__(*args, **kwargs)
+        with config.change_flags(cxx=""):
+            super().__init__(*args, **kwargs)

@@ -58,6 +58,11 @@ class BoundaryValue:
         except Exception as error:
             raise self.failure("output", error) from error
 
+    @property
+    def decoder(self) -> tuple[Callable[[Any, Any], Any], Any]:
+        """The codec's own decoding function and the Type it takes: `decode` without the error wrapping."""
+        return self._decode, self._type
+
     def decode_into(self, value: Any, previous: Any) -> Any:
         """A boundary-form output as a host value, reusing ``previous`` (the value it updates) where it can."""
         return self.decode(value)
@@ -156,14 +161,18 @@ class HostCall:
             if type(cells[out]).decode_into is not BoundaryValue.decode_into
         ]
         in_place = {out for out, _, _ in self._in_place}
-        self._decoders = [None if i in in_place else cell.decode for i, cell in enumerate(cells)]
+        self._decoders = [(None, None) if i in in_place else cell.decoder for i, cell in enumerate(cells)]
 
     def __call__(self, host_values: Sequence[Any]) -> list[Any]:
         values = host_values
         if self._encodes:
             values = [v if encode is None else encode(v) for encode, v in zip(self._encoders, host_values)]
         results = self.program(*values)
-        outputs = [None if decode is None else decode(r) for decode, r in zip(self._decoders, results)]
+        try:
+            outputs = [None if decode is None else decode(r, t) for (decode, t), r in zip(self._decoders, results)]
+        except Exception:
+            self._name_failed_output(results)
+            raise
         reused: list[Any] = []
         for out, updated, decode_into in self._in_place:
             previous = host_values[updated]
@@ -171,6 +180,12 @@ class HostCall:
             outputs[out] = decode_into(results[out], None if fresh else previous)
             reused.append(previous)
         return outputs
+
+    def _name_failed_output(self, results: Sequence[Any]) -> None:
+        """Decode ``results`` again cell by cell, so that the failure names its output."""
+        for cell, (decode, _), result in zip(self.program.output_cells, self._decoders, results):
+            if decode is not None:
+                cell.decode(result)
 
 
 class JAXCodecLinker(JITLinker):

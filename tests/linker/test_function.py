@@ -139,3 +139,23 @@ def test_trusted_inputs_skip_the_filter_and_failed_calls_store_nothing():
     with pytest.raises(TypeError):
         f(np.ones((2, 2)))
     assert total.get_value() == 3.0
+
+
+def test_rewriting_folds_constants_without_compiling_c_code(monkeypatch):
+    from aesara.link.c.cmodule import ModuleCache
+
+    x = at.dvector("x")
+    folded = at.exp(at.constant(np.arange(3.0))) * at.constant(2.0) + at.constant(1.5) ** 2
+    ys, _ = aesara.scan(lambda y: y * at.cosh(at.constant(0.25)), outputs_info=[x], n_steps=3)
+    reference = aesara.function([x], [x + folded, ys[-1]], mode=REFERENCE)
+    compiled = []
+    original = ModuleCache.module_from_key
+    monkeypatch.setattr(
+        ModuleCache, "module_from_key", lambda self, key, *a, **k: compiled.append(key) or original(self, key, *a, **k)
+    )
+    f = aesara.function([x], [x + folded, ys[-1]], mode=aejax.linker.mode)
+    value = np.array([0.5, -1.0, 2.0])
+    for ours, expected in zip(f(value), reference(value)):
+        np.testing.assert_allclose(ours, expected)
+    assert compiled == []
+    assert aesara.config.cxx  # restored after the rewriting

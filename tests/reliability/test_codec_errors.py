@@ -27,24 +27,42 @@ def test_plugin_whose_spec_is_a_dict_names_its_distribution(site):  # noqa: F811
 
 
 class _Vector(TensorType):
-    """A TensorType whose codec is broken."""
+    """A TensorType whose codec cannot encode."""
 
 
-class _BrokenCodec(TensorCodec):
+class _Matrix(TensorType):
+    """A TensorType whose codec cannot decode."""
+
+
+class _UnencodableCodec(TensorCodec):
     spec = TensorCodec.spec.model_copy(update={"type": f"{__name__}._Vector"})
 
     def encode(self, host_value, type):
         raise ZeroDivisionError("bug in the codec")
 
 
-def test_codec_bug_names_the_variable_and_the_codec():
-    register_codec(_BrokenCodec(), replace=True)
-    x = _Vector(dtype="float64", shape=(None,))("x")
+class _UndecodableCodec(TensorCodec):
+    spec = TensorCodec.spec.model_copy(update={"type": f"{__name__}._Matrix"})
+
+    def decode(self, backend_value, type):
+        raise ZeroDivisionError("bug in the codec")
+
+
+@pytest.mark.parametrize(
+    "codec, variable, role",
+    [
+        (_UnencodableCodec(), _Vector(dtype="float64", shape=(None,))("x"), "input"),
+        (_UndecodableCodec(), _Matrix(dtype="float64", shape=(None, None))("x"), "output"),
+    ],
+)
+def test_codec_bug_names_the_variable_and_the_codec_and_changes_nothing(codec, variable, role):
+    register_codec(codec, replace=True)
     counter = aesara.shared(np.float64(0), name="counter")
-    f = aesara.function([x], x.sum(), updates={counter: counter + 1}, mode=aejax.linker.mode)
+    f = aesara.function([variable], [variable.sum(), variable], updates={counter: counter + 1}, mode=aejax.linker.mode)
     before = snapshot(shared_of(f))
-    with pytest.raises(InputValueError, match=r"input 'x': codec _BrokenCodec\(\) failed with ZeroDivisionError"):
-        f(np.ones(2))
+    expected = rf"{role} 'x': codec {type(codec).__name__}\(\) failed with ZeroDivisionError"
+    with pytest.raises(InputValueError, match=expected):
+        f(np.ones((2,) * variable.ndim))
     assert_unchanged(shared_of(f), before)
 
 
