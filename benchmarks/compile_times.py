@@ -42,7 +42,7 @@ from aesara.link.c.cmodule import gcc_version  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import cell, chosen, run_info, systems, tabulated  # noqa: E402
+from run import cell, chosen, run_info, systems, tabulated, workload_options  # noqa: E402
 from workloads import suite  # noqa: E402
 
 IMPORT_SECONDS = time.perf_counter() - IMPORT_STARTED
@@ -111,12 +111,7 @@ def compile_info(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--skip-c", action="store_true", help="leave out Aesara's C backend")
-    parser.add_argument("--only", metavar="NAME", action="append",
-                        help="measure only the workloads whose name contains NAME (case-insensitive; repeatable)")
-    parser.add_argument("--save", metavar="JSON", help="write the measured table to this file")
+    parser = workload_options(__doc__.splitlines()[0])
     parser.add_argument("--rst", action="store_true", help="print the table as a csv-table for the README")
     parser.add_argument("--child", metavar="NAME", help=argparse.SUPPRESS)
     return parser.parse_args(argv)

@@ -234,14 +234,20 @@ def run_info(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
+def workload_options(description: str) -> argparse.ArgumentParser:
+    """A parser with the options that choose and save the workloads: ``--scale``, ``--skip-c``, ``--only``, ``--save``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--skip-c", action="store_true", help="leave out Aesara's C backend")
     parser.add_argument("--only", metavar="NAME", action="append",
                         help="measure only the workloads whose name contains NAME (case-insensitive; repeatable)")
     parser.add_argument("--save", metavar="JSON", help="write the measured table to this file")
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = workload_options(__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--load", metavar="JSON", help="read the table written by --save instead of measuring")
     parser.add_argument("--plot", metavar="PNG", nargs="?", const="benchmarks.png",
                         help="draw the chart of ratios to hand-written JAX (default benchmarks.png)")
