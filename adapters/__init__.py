@@ -15,6 +15,7 @@ from aejax.adapters.codec import (
     PayloadError,
     StateCodec,
 )
+from aejax.adapters.keyed import KeyedGenerator, KeyedRandomState
 from aejax.adapters.registry import (
     ENTRY_POINT_GROUP,
     CodecRegistry,
@@ -46,6 +47,8 @@ __all__ = [
     "CodecRegistry",
     "CodecSpec",
     "KeyPayloadSpec",
+    "KeyedGenerator",
+    "KeyedRandomState",
     "LegacyRandomState",
     "MT19937State",
     "PCG64State",

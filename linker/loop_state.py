@@ -18,7 +18,11 @@ from aejax.linker.ragged import Ragged
 
 
 class Carry(NamedTuple):
-    """The loop state of a lowered Scan (see the module docstring)."""
+    """The loop state of a lowered Scan (see the module docstring).
+
+    ``failed`` is the loop's failure code of run-time checks
+    (`aejax.linker.checks.loop_step`) inside a `CheckedProgram`, else ``None``.
+    """
 
     step: Any
     mit_mot: tuple[Any, ...]
