@@ -33,6 +33,9 @@ class BoundaryValue:
     See `KeyBoundaryValue` for random states.
     """
 
+    reuses_previous = False
+    """Whether the cell has a ``decode_into`` that puts an output into the host value it updates."""
+
     def __init__(self, variable: Variable, codec: StateCodec, storage: list[Any]) -> None:
         self.variable = variable
         self.codec = codec
@@ -63,10 +66,6 @@ class BoundaryValue:
         """The codec's own decoding function and the Type it takes: `decode` without the error wrapping."""
         return self._decode, self._type
 
-    def decode_into(self, value: Any, previous: Any) -> Any:
-        """A boundary-form output as a host value, reusing ``previous`` (the value it updates) where it can."""
-        return self.decode(value)
-
     def failure(self, role: str, error: Exception) -> InputValueError:
         """``error`` of the codec, as an `InputValueError` naming the variable (and the codec, if it is a bug)."""
         reason = str(error) if isinstance(error, CodecError) else (
@@ -95,6 +94,8 @@ class KeyBoundaryValue(BoundaryValue):
     unwrapped as it ends, so inside it a random state is only ever a key,
     while the call avoids JAX's slow path for key-typed arguments.
     """
+
+    reuses_previous = True
 
     def __init__(self, variable: Variable, codec: StateCodec, storage: list[Any], impl: str) -> None:
         super().__init__(variable, codec, storage)
@@ -158,7 +159,7 @@ class HostCall:
         self._in_place = [
             (out, updated, cells[out].decode_into)
             for out, updated in sorted((updates or {}).items())
-            if type(cells[out]).decode_into is not BoundaryValue.decode_into
+            if cells[out].reuses_previous
         ]
         in_place = {out for out, _, _ in self._in_place}
         self._decoders = [(None, None) if i in in_place else cell.decoder for i, cell in enumerate(cells)]

@@ -219,7 +219,7 @@ class LoweredGraph:
     def __call__(self, *inputs: Any) -> tuple[Any, ...]:
         env: dict[Variable, Any] = dict(zip(self.inputs, inputs))
         for node, fn in self.steps:
-            args = [lookup(env, var) for var in node.inputs]
+            args = _ranges_bounded(node, fn, [lookup(env, var) for var in node.inputs])
             try:
                 env.update(zip(node.outputs, run_node(node, _taking_run_time_lengths(node, fn, args), args)))
             except LoweringError as error:
@@ -242,11 +242,6 @@ def _split_after_run_time_length(node: Apply, env: dict[Variable, Any], inputs: 
 
 def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
     """``fn``, made to take the values of run-time length among ``args``; else `NeedsSplit`."""
-    if not getattr(fn, "accepts_range", False):
-        bounded = [_bounded_range(var, arg) if isinstance(arg, RangeRows) else arg for var, arg in zip(node.inputs, args)]
-        if any(b is not a for b, a in zip(bounded, args)):
-            taking = _taking_run_time_lengths(node, fn, bounded)
-            return lambda *values: taking(*bounded)
     if any(isinstance(arg, Ragged) for arg in args) and not getattr(fn, "accepts_ragged", False):
         return _taking_ragged(node, fn, args)
     for var, arg in zip(node.inputs, args):
@@ -259,6 +254,13 @@ def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence
     if masked.is_reduction(node):
         return lambda x: masked.reduction(node, fn, x)
     raise NeedsSplit(next(var.owner for var, arg in zip(node.inputs, args) if isinstance(arg, Masked)))
+
+
+def _ranges_bounded(node: Apply, fn: Callable[..., Any], args: list[Any]) -> list[Any]:
+    """``args``, each lazy arange a `Ragged` buffer of its bound from the graph (if it has one) unless ``fn`` takes ranges."""
+    if getattr(fn, "accepts_range", False) or not any(isinstance(arg, RangeRows) for arg in args):
+        return args
+    return [_bounded_range(var, arg) if isinstance(arg, RangeRows) else arg for var, arg in zip(node.inputs, args)]
 
 
 def _bounded_range(var: Variable, value: RangeRows) -> RangeRows | Ragged:

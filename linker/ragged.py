@@ -165,10 +165,20 @@ def _constant_step(step: Any) -> int:
     return value
 
 
+def from_end(length: Any, index: Any) -> Any:
+    """``index`` with a negative one counted from ``length``, as numpy counts it."""
+    return jnp.where(index < 0, length + index, index)
+
+
+def buffer_of(value: Any) -> Any:
+    """The array of ``value``: a `Ragged` value's bound-sized buffer, anything else as it is."""
+    return value.buffer if isinstance(value, Ragged) else value
+
+
 def _clipped(bound: Any, length: Any, default: Any, low: Any, high: Any) -> Any:
     if bound is None:
         return default
-    return jnp.clip(jnp.where(bound < 0, length + bound, bound), low, high)
+    return jnp.clip(from_end(length, bound), low, high)
 
 
 def rows_padded(buffer: Any, rows: int) -> Any:

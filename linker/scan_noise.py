@@ -44,14 +44,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Sequence
 
-import jax
 import numpy as np
 from aesara.graph.basic import Apply, Constant, Variable, ancestors, graph_inputs
 from aesara.graph.fg import FunctionGraph
 from aesara.tensor.random.op import RandomVariable
 
 from aejax.linker.checks import shapes_only
-from aejax.linker.dispatch.random import SAMPLERS, Standardized, draw_for, float_params
+from aejax.linker.dispatch.random import SAMPLERS, Standardized, draw_for, float_params, split_and_sample
 from aejax.linker.lowering import LoweredGraph
 from aejax.linker.scan_layout import ScanLayout
 
@@ -92,8 +91,7 @@ class Hoisted:
         """The advanced state, and the noise of ``shape`` (``params`` when the draws themselves are taken)."""
         if self.standardized is None:
             return draw_for(self.node.op)(key, shape, self.dtype, *params)
-        new_key, noise_key = jax.random.split(key)
-        return new_key, self.standardized.standard(noise_key, shape, self.dtype)
+        return split_and_sample(self.standardized.standard)(key, shape, self.dtype)
 
     def finish(self, noise: Any, params: Sequence[Any]) -> Any:
         """A step's sample from its row of noise and its parameters."""
@@ -188,8 +186,6 @@ class ScanNoise:
         sequences' rows, abstract for the shapes as in the loop, first). With
         no noise drawn (none hoisted, or too much), ``shared`` and ``[]``.
         """
-        if not self.hoisted:
-            return list(shared), []
         n = self.n_seqs
         sampled = shapes_only(lambda *rows: self._samples(*rows, *first_step[n:]), *first_step[:n])
         shapes = [s.shape for s in sampled]

@@ -262,7 +262,9 @@ Draw = Callable[..., tuple[Any, Any]]
 """``draw(key, batch_shape, dtype, *params) -> (new_key, sample)``."""
 
 
-def _split_and_sample(sampler: Sampler) -> Draw:
+def split_and_sample(sampler: Sampler) -> Draw:
+    """A `Draw` that splits the key and samples with one half, returning the other as the new state."""
+
     def draw(key: Any, shape: tuple[int, ...], dtype: np.dtype, *params: Any) -> tuple[Any, Any]:
         new_key, draw_key = jax.random.split(key)
         return new_key, sampler(draw_key, shape, dtype, *float_params(dtype, params))
@@ -291,7 +293,7 @@ def draw_for(op: RandomVariable) -> Draw | None:
     if base is None:
         return None
     if base in SAMPLERS:
-        return _split_and_sample(SAMPLERS[base])
+        return split_and_sample(SAMPLERS[base])
     return _aesara_sample_fn(jax_sample_fn.registry[base](op))
 
 

@@ -55,7 +55,7 @@ from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.scan_layout import ScanLayout, split_by
 from aejax.linker.errors import InvalidValueError, LoweringError, variable_name
 from aejax.linker.lowering import LoweredGraph
-from aejax.linker.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, rows_padded
+from aejax.linker.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, buffer_of, rows_padded
 from aejax.linker.rewrites import scan_rewrites
 from aejax.linker.scan_noise import ScanNoise
 from aejax.linker.loop_state import (
@@ -112,7 +112,7 @@ def sequence_row(seq: Any, index: Any) -> Any:
     """Row ``index`` of a sequence; an arange's row is computed, never stored."""
     if isinstance(seq, RangeRows):
         return seq.row(index)
-    return lax.dynamic_index_in_dim(seq.buffer if isinstance(seq, Ragged) else seq, index, keepdims=False)
+    return lax.dynamic_index_in_dim(buffer_of(seq), index, keepdims=False)
 
 
 def sequence_rows(seq: Any, n_steps: int) -> Any:
@@ -125,7 +125,7 @@ def sequence_rows(seq: Any, n_steps: int) -> Any:
 def unwrapped(buffers: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     """Buffers as arrays, and each one's run-time length (``None`` unless it is `Ragged`)."""
     return (
-        [jnp.asarray(b.buffer if isinstance(b, Ragged) else b) for b in buffers],
+        [jnp.asarray(buffer_of(b)) for b in buffers],
         [b.length if isinstance(b, Ragged) else None for b in buffers],
     )
 

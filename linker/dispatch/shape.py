@@ -12,7 +12,7 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.concrete import static_ints
 from aejax.linker.concrete import is_traced
 from aejax.linker.errors import InvalidValueError, variable_name
-from aejax.linker.ragged import Ragged, RangeRows
+from aejax.linker.ragged import Ragged, RangeRows, buffer_of
 
 
 @jax_funcify.register(Shape)
@@ -33,7 +33,7 @@ def _shape_i(op: Shape_i, **kwargs: Any) -> Callable[..., Any]:
     def shape_i(x: Any) -> Any:
         if isinstance(x, (Ragged, RangeRows)) and op.i == 0:
             return x.length
-        return np.int64(np.shape(x.buffer if isinstance(x, Ragged) else x)[op.i])
+        return np.int64(np.shape(buffer_of(x))[op.i])
 
     shape_i.accepts_ragged = shape_i.accepts_range = True  # type: ignore[attr-defined]
     return shape_i

@@ -12,7 +12,6 @@ from typing import Any, Callable, Sequence
 
 import jax.numpy as jnp
 import numpy as np
-from aesara.graph.basic import Constant
 from jax import lax
 from aesara.tensor.subtensor import (
     AdvancedIncSubtensor,
@@ -29,7 +28,7 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.concrete import is_traced, static_scalars
 from aejax.linker.errors import IndexOutOfBoundsError
 from aejax.linker import masked
-from aejax.linker.ragged import Masked, Ragged, RangeRows, slice_positions
+from aejax.linker.ragged import Masked, Ragged, RangeRows, from_end, slice_positions
 
 
 @jax_funcify.register(Subtensor)
@@ -45,7 +44,7 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
         if isinstance(x, RangeRows):
             if isinstance(indices[0], slice):
                 return x.sliced(indices[0])
-            return x.row(jnp.where(indices[0] < 0, x.length + indices[0], indices[0]))
+            return x.row(from_end(x.length, indices[0]))
         if any(isinstance(v, Masked) for v in (x, *index_values)):
             return masked.gather(x, index_values, node)
         check_bounds(jnp.shape(x), indices, node)
@@ -124,7 +123,7 @@ def ragged_subtensor(x: Ragged, indices: tuple[Any, ...]) -> Any:
 
 def ragged_row(value: Ragged, row: Any) -> Any:
     """Row ``row`` (negative counts from the run-time end) of a `Ragged` value."""
-    position = jnp.where(row < 0, value.length + row, row)
+    position = from_end(value.length, row)
     return lax.dynamic_index_in_dim(value.buffer, position, keepdims=False)
 
 
@@ -172,7 +171,7 @@ def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: 
         positions = jnp.where(taken < count, start + taken * step, buffer.shape[0])
         values = values if one_per_row else jnp.broadcast_to(values, (rows,) + buffer[(0, *rest)].shape)
     else:
-        positions = jnp.where(first < 0, length + first, first)
+        positions = from_end(length, first)
     target = buffer.at[(positions, *rest)]
     updated = target.set(values, mode="drop") if set_instead_of_inc else target.add(values, mode="drop")
     return Ragged(updated, length) if isinstance(x, Ragged) else updated
