@@ -23,7 +23,7 @@ from aesara.tensor.elemwise import Elemwise
 from aesara.tensor.shape import Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor
 
-from aejax.linker.scan_layout import ScanLayout
+from aejax.linker.scan.layout import ScanLayout
 
 Interval = Optional[tuple[int, int]]
 """The least and greatest value an integer may take, or ``None`` when unknown."""

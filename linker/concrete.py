@@ -16,6 +16,7 @@ import numpy as np
 from aejax.linker.errors import NotStaticError
 from aejax.linker.ragged import RUN_TIME_LENGTH
 
+
 def is_shape_failure(error: Exception) -> bool:
     """Whether ``error`` says a lowering needed a concrete size or shape and got a traced value.
 

@@ -51,7 +51,7 @@ from aesara.tensor.elemwise import Elemwise
 from aesara.tensor.shape import Shape, Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor, get_constant_idx
 
-from aejax.linker.scan_layout import ScanLayout
+from aejax.linker.scan.layout import ScanLayout
 
 
 

@@ -1,7 +1,8 @@
 """aejax's JAX lowerings, one module per family of Ops.
 
 Importing this package registers them on `jax_funcify`, which falls back to
-Aesara's own lowerings for every other Op.
+Aesara's own lowerings for every other Op; the Scan lowering lives in
+`aejax.linker.scan` and is registered from here too.
 """
 
 from aejax.linker.dispatch.basic import jax_funcify
@@ -15,12 +16,12 @@ from aejax.linker.dispatch import (  # noqa: F401  (importing registers the lowe
     random,
     reductions,
     scalar,
-    scan,
     shape,
     sort,
     special,
     subtensor,
     tensor_basic,
 )
+import aejax.linker.scan.lower  # noqa: F401  (the Scan lowering registers itself too)
 
 __all__ = ["jax_funcify"]

@@ -21,10 +21,10 @@ import aesara.tensor.random.basic as rv
 from aesara.link.jax.dispatch.random import jax_sample_fn
 from aesara.tensor.random.op import RandomVariable
 
+from aejax.linker.concrete import static_ints
 from aejax.linker.dispatch.basic import from_aesara_convention, jax_funcify, overriding_class
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
 from aejax.linker.dispatch.special import as_float
-from aejax.linker.dispatch.tensor_basic import static_ints
 
 Sampler = Callable[..., Any]
 """``sampler(key, batch_shape, dtype, *params) -> sample``."""
@@ -36,7 +36,7 @@ class Standardized(NamedTuple):
     ``sampler(key, shape, dtype, *params) == finish(standard(key, shape, dtype), *params)``:
     the draw's randomness does not depend on the parameters, so a Scan can
     take the standard draws of all its steps before the loop
-    (`aejax.linker.scan_noise`).
+    (`aejax.linker.scan.noise`).
     """
 
     standard: Callable[[Any, tuple[int, ...], Any], Any]

@@ -9,8 +9,7 @@ import numpy as np
 from aesara.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.concrete import static_ints
-from aejax.linker.concrete import is_traced
+from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.errors import InvalidValueError, variable_name
 from aejax.linker.ragged import Ragged, RangeRows, buffer_of
 

@@ -1,4 +1,4 @@
-"""A Scan's random draws taken before the loop (`aejax.linker.scan_noise`).
+"""A Scan's random draws taken before the loop (`aejax.linker.scan.noise`).
 
 Which draws leave the loop is read from the exported program (no PRNG
 primitive inside the loop); that they stay exact is checked against Aesara's
@@ -20,7 +20,7 @@ from aesara.tensor.random.utils import RandomStream
 from scipy import stats
 
 import aejax.linker
-from aejax.linker import scan_noise
+from aejax.linker.scan import noise
 from tests.reference import REFERENCE
 
 DRAWS = {"random_bits", "random_split", "random_fold_in"}
@@ -77,7 +77,7 @@ def test_a_walk_draws_its_noise_before_the_loop(stops):
 
 @pytest.mark.parametrize("stops", [False, True], ids=["fixed", "until"])
 def test_noise_above_the_limit_is_drawn_in_the_loop(monkeypatch, stops):
-    monkeypatch.setattr(scan_noise, "MAX_UNTIL_NOISE" if stops else "MAX_NOISE", 59)
+    monkeypatch.setattr(noise, "MAX_UNTIL_NOISE" if stops else "MAX_NOISE", 59)
     inputs, out, updates = walk(1, 20, stops)
     assert draws_in_loop(inputs, out[-1], updates, np.zeros(3), loop="while" if stops else "scan")
 

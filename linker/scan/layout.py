@@ -23,6 +23,8 @@ class ScanLayout:
     mit_mot_in: tuple[tuple[int, ...], ...]
     mit_mot_out: tuple[tuple[int, ...], ...]
     sot_taps: tuple[tuple[int, ...], ...]
+    """The taps of the mit-sots, then of the sit-sots."""
+    n_mit_sot: int
     n_nit_sot: int
     n_shared: int
     n_non_seqs: int
@@ -36,6 +38,7 @@ class ScanLayout:
             mit_mot_in=tuple(map(tuple, info.mit_mot_in_slices)),
             mit_mot_out=tuple(map(tuple, info.mit_mot_out_slices)),
             sot_taps=tuple(map(tuple, info.mit_sot_in_slices + info.sit_sot_in_slices)),
+            n_mit_sot=info.n_mit_sot,
             n_nit_sot=info.n_nit_sot,
             n_shared=info.n_shared_outs,
             n_non_seqs=info.n_non_seqs,
@@ -78,6 +81,10 @@ class ScanLayout:
 
     def sot_windows(self) -> list[int]:
         return [-min(taps) for taps in self.sot_taps]
+
+    def sot_name(self, k: int) -> str:
+        """How messages name the k-th mit-sot/sit-sot, as Aesara numbers them (``"sit-sot 0"``)."""
+        return f"mit-sot {k}" if k < self.n_mit_sot else f"sit-sot {k - self.n_mit_sot}"
 
     def sot_output_index(self, k: int) -> int:
         """Position of the k-th mit-sot/sit-sot among the node's outputs."""

@@ -1,6 +1,6 @@
 """The pieces of a lowered Scan's loop state: windows, buffers and their layout.
 
-`aejax.linker.dispatch.scan` builds its ``lax.scan``/``lax.while_loop``
+`aejax.linker.scan.lower` builds its ``lax.scan``/``lax.while_loop``
 carries from these: windows of recent values that a step reads, buffers that
 keep traces, and the functions that lay the results out as Aesara's own Scan
 leaves its output buffers.
@@ -18,7 +18,7 @@ from aejax.linker.ragged import Ragged
 
 
 class Carry(NamedTuple):
-    """The loop state of a lowered Scan (see the module docstring).
+    """The loop state of a lowered Scan (its fields: `aejax.linker.scan.lower`).
 
     ``failed`` is the loop's failure code of run-time checks
     (`aejax.linker.checks.loop_step`) inside a `CheckedProgram`, else ``None``.

@@ -20,7 +20,7 @@ Sequences are the scanned ``xs`` (or indexed by the step; an ``arange`` with
 traced bounds is computed from the step, `RangeRows`); non-sequences are
 closed over; in fixed loops traces leave as stacked ``ys``. Random draws
 whose randomness does not depend on the step are taken before the loop and
-read like sequences (`aejax.linker.scan_noise`). Outputs are laid
+read like sequences (`aejax.linker.scan.noise`). Outputs are laid
 out as Aesara's own Scan lays out its buffers, including buffers that
 aejax's `ScanKeepLast` shortened: a buffer of ``S`` rows holds the last ``S``
 states of the history (initial taps, then one state per step), in order,
@@ -28,6 +28,10 @@ zero-padded when longer than the history. An ``until`` loop whose trace is
 kept returns it as `Ragged`, since the number of steps it ran is known only
 at run time; the linker trims it at the jit boundary, splitting the program
 there when the trace feeds computation that cannot take it.
+
+While a step is traced, its mit-sot/sit-sot and shared outputs are checked
+against the states they replace (`LoweredScan.check_carry`): a mismatch names
+the Scan output and its initial value, not a JAX carry component.
 
 A `Ragged` input (a sequence, or a buffer whose size is a run-time length,
 as in the backward loop of an ``until`` loop's gradient) is used through its
@@ -41,10 +45,13 @@ from typing import Any, NamedTuple, Sequence
 import jax.numpy as jnp
 import numpy as np
 from aesara.graph.rewriting.basic import MergeOptimizer
-from aesara.graph.basic import ancestors
+from aesara.graph.basic import Variable, ancestors
 from aesara.graph.fg import FunctionGraph
 from aesara.scan.op import Scan
+from aesara.tensor.elemwise import DimShuffle
 from aesara.tensor.random.type import RandomType
+from aesara.tensor.shape import SpecifyShape, Unbroadcast
+from aesara.tensor.subtensor import IncSubtensor, Subtensor
 from jax import lax
 
 from aejax.linker.dispatch.basic import jax_funcify
@@ -52,13 +59,13 @@ from aejax.linker.dispatch.callback import host_generator, perform_callback, spl
 from aejax.linker.dispatch.tensor_basic import bounded_shape, require_memory
 from aejax.linker.checks import loop_end, loop_failure_start, loop_step, require, shapes_only
 from aejax.linker.concrete import is_traced, static_ints
-from aejax.linker.scan_layout import ScanLayout, split_by
+from aejax.linker.scan.layout import ScanLayout, split_by
 from aejax.linker.errors import InvalidValueError, LoweringError, variable_name
 from aejax.linker.lowering import LoweredGraph
 from aejax.linker.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, buffer_of, rows_padded
 from aejax.linker.rewrites import scan_rewrites
-from aejax.linker.scan_noise import ScanNoise
-from aejax.linker.loop_state import (
+from aejax.linker.scan.noise import ScanNoise
+from aejax.linker.scan.carry import (
     Carry,
     last_states,
     SotWindow,
@@ -72,11 +79,6 @@ from aejax.linker.loop_state import (
     window_written,
     write_rows,
 )
-
-
-def static_count(value: Any, what: str) -> int:
-    """A concrete integer, or a `NotStaticError` saying which count must be static."""
-    return static_ints([value], f"the {what} of a Scan")[0]
 
 
 def check_steps(n_steps: Any, seqs: Sequence[Any], node: Any) -> None:
@@ -134,6 +136,29 @@ def with_lengths(results: list[Any], lengths: Sequence[Any]) -> list[Any]:
     """``results`` with the first ones `Ragged` where their length is a run-time one."""
     wrapped = [r if n is None or isinstance(r, Ragged) else Ragged(r, n) for r, n in zip(results, lengths)]
     return wrapped + results[len(lengths) :]
+
+
+def type_name(shape: Sequence[int], dtype: Any) -> str:
+    """A value's type as messages show it, e.g. ``float64[3]``."""
+    return f"{dtype}[{','.join(map(str, shape))}]"
+
+
+BUFFER_OPS = (IncSubtensor, Subtensor, DimShuffle, Unbroadcast, SpecifyShape)
+"""The Ops between a Scan buffer and the initial value written into it."""
+
+
+def initial_name(buffer: Variable) -> str:
+    """The name of a Scan buffer's initial value.
+
+    Aesara's `scan` writes the initial value into the buffer it allocates:
+    ``set_subtensor(empty[:1], x0[None])`` for a sit-sot,
+    ``set_subtensor(empty[:k], x0[:k])`` for a mit-sot reading ``k`` steps
+    back. That value's name, else the buffer's.
+    """
+    var = buffer
+    while var.name is None and var.owner is not None and isinstance(var.owner.op, BUFFER_OPS):
+        var = var.owner.inputs[1 if isinstance(var.owner.op, IncSubtensor) else 0]
+    return variable_name(var if var.name is not None else buffer)
 
 
 class Outer(NamedTuple):
@@ -208,7 +233,7 @@ class LoweredScan:
         (n_steps,), seqs, mit_mot, sots, shared, nit_sizes, non_seqs = self.layout.outer_inputs(outer)
         bounded = is_traced(n_steps)
         if not bounded:
-            n_steps = static_count(n_steps, "number of steps")
+            (n_steps,) = static_ints((n_steps,), "the number of steps of a Scan")
         check_steps(n_steps, seqs, self.node)
         mit_mot, mm_lengths = unwrapped(mit_mot)
         sots, sot_lengths = unwrapped(sots)
@@ -287,6 +312,32 @@ class LoweredScan:
         outs = self.inner(*seq_rows, *flatten(mit_mot_rows), *flatten(sot_rows), *shared, *non_seqs)
         return self.layout.inner_outputs(outs)
 
+    def check_carry(self, outer: Outer, sot_outs: Sequence[Any], shared_outs: Sequence[Any]) -> None:
+        """Check a step's mit-sot/sit-sot and shared outputs against the states they replace.
+
+        Called while the loop body is traced, so the one trace of the step
+        gives the shapes: a step that returns ``float64[3]`` for a
+        ``float64[2]`` state raises `InvalidValueError` naming the Scan output
+        and its initial value, before JAX would report a carry component.
+        """
+        lay = self.layout
+        carried = [
+            (lay.sot_name(k), lay.sot_input_index(k), buffer.shape[1:], buffer.dtype, out)
+            for k, (buffer, out) in enumerate(zip(outer.sots, sot_outs))
+        ] + [
+            (f"shared state {k}", position, jnp.shape(state), jnp.result_type(state), out)
+            for k, (position, state, out) in enumerate(zip(lay.shared_input_positions(), outer.shared, shared_outs))
+        ]
+        for what, position, shape, dtype, out in carried:
+            returned = (jnp.shape(out), jnp.result_type(out))
+            if returned != (tuple(shape), dtype):
+                raise InvalidValueError(
+                    f"{what} of Scan {self.node.op} (initial {initial_name(self.node.inputs[position])!r}): "
+                    f"the step returns {type_name(*returned)}, the state is {type_name(shape, dtype)}. "
+                    "Each step must return its state's shape and dtype: change the step, or give "
+                    "an initial value of the shape the step returns."
+                )
+
     def first_step(self, outer: Outer) -> list[Any]:
         """The inner graph's inputs in the first step (the sequences' rows first)."""
         lay = self.layout
@@ -342,6 +393,7 @@ class LoweredScan:
             (mm_outs, sot_outs, nit_outs, shared_outs, _), failed = loop_step(
                 carry.failed, self.run_inner, seq_rows, mm_rows, sot_rows, states, non_seqs
             )
+            self.check_carry(outer, sot_outs, shared_outs)
             written = [
                 window_written(w, m, taps, values)
                 for w, m, taps, values in zip(carry.mit_mot, mintaps, lay.mit_mot_out, self.mit_mot_out_groups(mm_outs))
@@ -411,6 +463,7 @@ class LoweredScan:
             (mm_outs, sot_outs, nit_outs, shared_outs, until), failed = loop_step(
                 carry.failed, self.run_inner, seq_rows, mm_rows, sot_rows, states, non_seqs
             )
+            self.check_carry(outer, sot_outs, shared_outs)
             written = [y for y, keep in zip(sot_outs, traced) if keep] + list(nit_outs)
             return Carry(
                 step=i + 1,
