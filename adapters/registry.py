@@ -7,9 +7,10 @@ is a codec object (or a codec class, instantiated without arguments)::
     [project.entry-points."aejax.codecs"]
     "jax:mypkg.types.MyType" = "mypkg.codecs:MyTypeJAXCodec"
 
-The names are read on the first lookup; a codec module is imported only
-when its key is asked for. A lookup walks the Type's MRO, so a codec for a
-base class serves its subclasses unless a more specific codec exists.
+The names are read on the first lookup (`published_codecs`, which imports
+nothing); a codec module is imported only when its key is asked for. A
+lookup walks the Type's MRO, so a codec for a base class serves its
+subclasses unless a more specific codec exists.
 
 Precedence and conflicts:
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -60,20 +61,61 @@ def parse_key(name: str) -> Key:
     return backend, path
 
 
-@dataclass
-class _Published:
-    """The entry points published for one key."""
-
-    points: list[EntryPoint] = field(default_factory=list)
-
-    def add(self, point: EntryPoint) -> None:
-        if all(p.value != point.value for p in self.points):
-            self.points.append(point)
-
-
 def _distribution(point: EntryPoint) -> str:
     dist = getattr(point, "dist", None)
     return dist.name if dist is not None else "<unknown distribution>"
+
+
+class PublishedCodecs(Mapping[Key, EntryPoint]):
+    """The codec entry points by key, as `published_codecs` reads them.
+
+    Listing, counting and ``in`` never fail; getting a key that two
+    distributions publish with different values raises `CodecConflictError`
+    naming both, so a conflict fails only its own key.
+    """
+
+    def __init__(self, points: Mapping[Key, Sequence[EntryPoint]]) -> None:
+        self._points = {key: tuple(found) for key, found in points.items()}
+
+    def __getitem__(self, key: Key) -> EntryPoint:
+        points = self._points[key]
+        if len(points) > 1:
+            owners = " and ".join(f"{_distribution(p)} ({p.value})" for p in points)
+            raise CodecConflictError(
+                f"two codecs are published for {key[0]}:{key[1]}: {owners}; uninstall one "
+                "or register the one to use with register()"
+            )
+        return points[0]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._points
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(self._points)
+
+    def __len__(self) -> int:
+        return len(self._points)
+
+
+def published_codecs(points: Iterable[EntryPoint]) -> PublishedCodecs:
+    """The codec entry points ``points`` by key, importing nothing.
+
+    A name that is not ``"<backend>:<module>.<Type>"`` is skipped with a
+    warning. The same value published twice (one distribution seen twice on
+    ``sys.path``) counts once; different values under one key are a conflict
+    that getting the key raises (`PublishedCodecs`).
+    """
+    found: dict[Key, list[EntryPoint]] = {}
+    for point in points:
+        try:
+            key = parse_key(point.name)
+        except ValueError as error:
+            warnings.warn(f"{error} (from {_distribution(point)})", stacklevel=2)
+            continue
+        same_key = found.setdefault(key, [])
+        if all(p.value != point.value for p in same_key):
+            same_key.append(point)
+    return PublishedCodecs(found)
 
 
 class CodecRegistry:
@@ -88,7 +130,7 @@ class CodecRegistry:
     def refresh(self) -> None:
         """Forget what was read from entry points; the next lookup reads them again."""
         with self._lock:
-            self._published: dict[Key, _Published] | None = None
+            self._published: PublishedCodecs | None = None
             self._loaded: dict[Key, StateCodec] = {}
             self._failed: dict[Key, CodecError] = {}
             self._resolved: dict[tuple[str, type], StateCodec] = {}
@@ -142,7 +184,7 @@ class CodecRegistry:
             if key in self._explicit:
                 return self._explicit[key]
             if key in published:
-                return self._load(key, published[key])
+                return self._load(key, published)
         known = ", ".join(f"{b}:{t}" for b, t in self.keys()) or "none"
         raise CodecNotFoundError(
             f"no codec for Type {cls.__name__} ({type_path(cls)}) on backend "
@@ -150,42 +192,25 @@ class CodecRegistry:
             f"group {self.group!r} or call register()."
         )
 
-    def _read_published(self) -> dict[Key, _Published]:
+    def _read_published(self) -> PublishedCodecs:
         if self._published is None:
-            published: dict[Key, _Published] = {}
-            for point in entry_points(group=self.group):
-                try:
-                    key = parse_key(point.name)
-                except ValueError as error:
-                    warnings.warn(f"{error} (from {_distribution(point)})", stacklevel=3)
-                    continue
-                published.setdefault(key, _Published()).add(point)
-            self._published = published
+            self._published = published_codecs(entry_points(group=self.group))
         return self._published
 
-    def _load(self, key: Key, published: _Published) -> StateCodec:
+    def _load(self, key: Key, published: PublishedCodecs) -> StateCodec:
         if key in self._loaded:
             return self._loaded[key]
         if key not in self._failed:
             try:
-                self._loaded[key] = self._load_point(key, published)
+                self._loaded[key] = self._load_point(key, published[key])
                 return self._loaded[key]
             except CodecError as error:
                 self._failed[key] = error
                 warnings.warn(str(error), stacklevel=4)
         raise self._failed[key]
 
-    def _load_point(self, key: Key, published: _Published) -> StateCodec:
+    def _load_point(self, key: Key, point: EntryPoint) -> StateCodec:
         name = f"{key[0]}:{key[1]}"
-        if len(published.points) > 1:
-            owners = " and ".join(
-                f"{_distribution(p)} ({p.value})" for p in published.points
-            )
-            raise CodecConflictError(
-                f"two codecs are published for {name}: {owners}; uninstall one "
-                "or register the one to use with register()"
-            )
-        point = published.points[0]
         try:
             loaded = point.load()
             codec = loaded() if isinstance(loaded, type) else loaded

@@ -1,7 +1,8 @@
 """Turn an Aesara `FunctionGraph` into a JAX-traceable Python function.
 
 The function walks the graph's nodes in topological order. Two rules keep
-shapes concrete while JAX traces it (ARCHITECTURE.md, "Shapes under jit"):
+shapes concrete while JAX traces it (the values that must be concrete:
+`aejax.linker.concrete`):
 
 - A node whose inputs are all concrete (numpy values, not tracers) and small
   is evaluated with numpy through the Op's own ``perform``, Aesara's reference

@@ -1,5 +1,6 @@
-"""The distribution ships every package folder of the repository."""
+"""The distribution ships every package folder of the repository, whose sources cite only files in it."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,15 @@ def test_builtin_codecs_are_published_as_entry_points():
     names = set(project["entry-points"]["aejax.codecs"])
     assert "jax:aesara.tensor.random.type.RandomGeneratorType" in names
     assert "jax:aesara.tensor.type.TensorType" in names
+
+
+def test_sources_cite_only_files_in_the_repository():
+    cited = re.compile(r"[\w./-]+\.(?:md|rst|toml|json|png|py)\b")
+    missing = {
+        (str(path.relative_to(ROOT)), name)
+        for top in ("adapters", "linker")
+        for path in (ROOT / top).rglob("*.py")
+        for name in cited.findall(path.read_text())
+        if not any((folder / name).exists() for folder in (ROOT, path.parent))
+    }
+    assert not missing

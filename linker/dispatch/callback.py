@@ -82,6 +82,7 @@ def perform_callback(
     outputs: Sequence[int] | None = None,
     host_inputs: Mapping[int, HostInput] | None = None,
     why: str = "has no JAX lowering",
+    register_with: str = "aejax.linker.jax_funcify",
 ) -> Callable[..., list[Any]]:
     """A traceable function computing ``node``'s outputs with its ``perform`` on the host.
 
@@ -89,7 +90,8 @@ def perform_callback(
     indices ``outputs`` (all by default), which must be tensors or scalars.
     An input at an index of ``host_inputs`` crosses to the host as an array
     and is converted there by its function (e.g. key words -> numpy
-    `Generator`). The first trace of the node warns with `CallbackWarning`.
+    `Generator`). The first trace of the node warns with `CallbackWarning`,
+    telling users to register a JAX version of the Op with ``register_with``.
     """
     selected = list(range(len(node.outputs)) if outputs is None else outputs)
     converters = dict(host_inputs or {})
@@ -131,8 +133,8 @@ def perform_callback(
             warnings.warn(
                 f"Op {node.op} (node {node}) {why}: it runs its Python perform on the "
                 "host through jax.pure_callback: every call is a round trip to Python, and it "
-                "has no gradient. Register a lowering with "
-                f"aejax.linker.jax_funcify.register({type(node.op).__name__}) to avoid it.",
+                "has no gradient. Register a JAX version of it with "
+                f"{register_with}.register({type(node.op).__name__}) to avoid it.",
                 CallbackWarning,
                 stacklevel=caller_stacklevel(),
             )

@@ -298,8 +298,18 @@ def draw_for(op: RandomVariable) -> Draw | None:
 
 
 def _host_draw(node: Any) -> Callable[..., tuple[Any, Any]]:
-    """Draw with the Op's numpy ``rng_fn`` on the host, from a generator seeded by half of the split key."""
-    sample = perform_callback(node, outputs=[1], host_inputs={0: host_generator(node.inputs[0].type)})
+    """Draw with the Op's numpy ``rng_fn`` on the host, from a generator seeded by half of the split key.
+
+    Its warning points at Aesara's ``jax_sample_fn``, the public way to give
+    a random variable a JAX sampler (`draw_for` uses it).
+    """
+    sample = perform_callback(
+        node,
+        outputs=[1],
+        host_inputs={0: host_generator(node.inputs[0].type)},
+        why="has no JAX sampler",
+        register_with="aesara.link.jax.dispatch.random.jax_sample_fn",
+    )
 
     def draw(key: Any, *args: Any) -> tuple[Any, Any]:
         new_key, words = split_for_host(key)

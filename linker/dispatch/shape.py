@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax.numpy as jnp
 import numpy as np
 from aesara.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
 from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.checks import require
 from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.errors import InvalidValueError, variable_name
 from aejax.linker.ragged import Ragged, RangeRows, buffer_of
@@ -46,15 +47,35 @@ def _reshape(op: Reshape, **kwargs: Any) -> Callable[..., Any]:
     return reshape
 
 
+def _shape_text(dims: Sequence[Any]) -> str:
+    """A shape as Python prints a tuple, e.g. ``(3,)`` or ``(n, ?)``."""
+    return f"({', '.join(map(str, dims))}{',' if len(dims) == 1 else ''})"
+
+
 @jax_funcify.register(SpecifyShape)
 def _specify_shape(op: SpecifyShape, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    """Check ``x``'s shape against the specified one: `InvalidValueError` naming ``x`` and both shapes.
+
+    A concrete mismatch raises while tracing; a size that is a traced value is
+    a run-time check (`aejax.linker.checks.require`), as Aesara checks it at run time.
+    """
+    name = variable_name(node.inputs[0])
+
     def specify_shape(x: Any, *shape: Any) -> Any:
-        for axis, (want, got) in enumerate(zip(shape, np.shape(x))):
-            if want is not None and not is_traced(want) and int(want) != got:
-                raise InvalidValueError(
-                    f"{variable_name(node.inputs[0])!r} has length {got} on axis {axis}, "
-                    f"but node {node} specifies {int(want)}"
-                )
+        got = np.shape(x)
+        expected = [
+            "?" if want is None else variable_name(var) if is_traced(want) else int(want)
+            for want, var in zip(shape, node.inputs[1:])
+        ]
+        message = (
+            f"{name!r} has shape {_shape_text(got)}, but node {node} specifies shape {_shape_text(expected)}"
+        )
+        concrete = [(int(want), size) for want, size in zip(shape, got) if want is not None and not is_traced(want)]
+        if any(want != size for want, size in concrete):
+            raise InvalidValueError(message)
+        traced = [want == size for want, size in zip(shape, got) if is_traced(want)]
+        if traced:
+            require(jnp.stack(traced), InvalidValueError, message, f"node {node}")
         return x
 
     return specify_shape

@@ -42,13 +42,19 @@ def same_type_as(value: Any, reference: Any) -> Any:
 
 
 def read_rows(buffer: Any, position: Any, taps: Sequence[int]) -> list[Any]:
-    """Rows ``(position + tap) % len(buffer)`` of a circular buffer."""
+    """Rows ``(position + tap) % len(buffer)`` of a circular buffer.
+
+    In numpy: ``list(buffer[(position + np.array(taps)) % len(buffer)])``.
+    """
     size = buffer.shape[0]
     return [lax.dynamic_index_in_dim(buffer, (position + t) % size, keepdims=False) for t in taps]
 
 
 def write_rows(buffer: Any, position: Any, taps: Sequence[int], rows: Sequence[Any]) -> Any:
-    """``buffer`` with ``rows`` written at ``(position + tap) % len(buffer)``."""
+    """``buffer`` with ``rows`` written at ``(position + tap) % len(buffer)``.
+
+    In numpy, on a copy: ``buffer[(position + np.array(taps)) % len(buffer)] = rows``.
+    """
     size = buffer.shape[0]
     for t, row in zip(taps, rows):
         buffer = lax.dynamic_update_index_in_dim(buffer, same_type_as(row, buffer), (position + t) % size, 0)
@@ -56,7 +62,10 @@ def write_rows(buffer: Any, position: Any, taps: Sequence[int], rows: Sequence[A
 
 
 def shift_in(window: Any, row: Any) -> Any:
-    """The window of last values after ``row`` is appended."""
+    """The window of last values after ``row`` is appended.
+
+    In numpy: ``np.concatenate([window, row[None]])[1:]``.
+    """
     row = same_type_as(row, window)[None]
     return row if window.shape[0] == 1 else jnp.concatenate([window[1:], row], axis=0)
 
@@ -73,20 +82,35 @@ class SotWindow:
         self.taps = tuple(taps)
 
     def start(self, buffer: Any) -> Any:
+        """The first window of a buffer that starts with the initial values.
+
+        In numpy: ``buffer[:width]``; a sit-sot's is ``buffer[0]``.
+        """
         return buffer[0] if self.width == 1 else buffer[: self.width]
 
     def rows(self, window: Any) -> list[Any]:
+        """The rows a step reads (``taps`` are negative).
+
+        In numpy: ``list(window[width + np.array(taps)])``; a sit-sot's are ``[window]``.
+        """
         return [window if self.width == 1 else window[self.width + t] for t in self.taps]
 
     def shifted(self, window: Any, row: Any) -> Any:
+        """The window after a step wrote ``row``: `shift_in`."""
         return same_type_as(row, window) if self.width == 1 else shift_in(window, row)
 
     def as_rows(self, window: Any) -> Any:
+        """The window as ``width`` rows: ``window[None]`` for a sit-sot, else ``window``."""
         return window[None] if self.width == 1 else window
 
 
 def history_rows(size: int, initial: Any, trace: Any) -> Any:
-    """The last ``size`` rows of ``[initial; trace]``, zero-padded when longer."""
+    """The last ``size`` rows of ``[initial; trace]``, zero-padded when longer.
+
+    In numpy, with ``h = np.concatenate([initial, trace])`` (``trace`` when
+    ``initial`` is ``None``): ``h[len(h) - size:]`` if ``size <= len(h)``,
+    else ``np.concatenate([h, np.zeros((size - len(h), *h.shape[1:]))])``.
+    """
     history = trace if initial is None else jnp.concatenate([initial, same_type_as(trace, initial)])
     if size <= history.shape[0]:
         return history[history.shape[0] - size :]
@@ -95,16 +119,23 @@ def history_rows(size: int, initial: Any, trace: Any) -> Any:
 
 
 def flatten(groups: Sequence[Sequence[Any]]) -> list[Any]:
+    """The items of ``groups``, one list."""
     return [item for group in groups for item in group]
 
 
 def window_rows(window: Any, mintap: int, taps: Sequence[int]) -> list[Any]:
-    """Rows ``tap - mintap`` of a mit-mot window."""
+    """Rows ``tap - mintap`` of a mit-mot window.
+
+    In numpy: ``list(window[np.array(taps) - mintap])``.
+    """
     return [window[t - mintap] for t in taps]
 
 
 def window_written(window: Any, mintap: int, taps: Sequence[int], rows: Sequence[Any]) -> Any:
-    """A mit-mot window with ``rows`` written at ``tap - mintap``."""
+    """A mit-mot window with ``rows`` written at ``tap - mintap``.
+
+    In numpy, on a copy: ``window[np.array(taps) - mintap] = rows``.
+    """
     for t, row in zip(taps, rows):
         window = window.at[t - mintap].set(same_type_as(row, window))
     return window
@@ -118,6 +149,17 @@ def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: Any, stops_
     ``stops_early`` (``until``), cut by the steps it did not run (a run-time
     length). A buffer long enough for every step never wraps: it is already
     in order, and the rows after the last write are cut or never written.
+
+    In numpy, with ``size = len(buffer)``, ``filled = offset + steps`` and
+    zeros in the rows never written::
+
+        if filled > size:
+            laid_out = np.roll(buffer, -(filled % size), axis=0)
+        else:
+            laid_out = buffer.copy()
+            laid_out[filled:] = 0
+        if stops_early and size > offset + 1 and filled < size:
+            laid_out = laid_out[: size - (max_steps - steps)]
     """
     size = buffer.shape[0]
     filled = steps + offset

@@ -84,12 +84,12 @@ from aejax.linker.scan.carry import (
 def check_steps(n_steps: Any, seqs: Sequence[Any], node: Any) -> None:
     """Aesara's checks of a step count against the sequences (run-time checks where traced)."""
     _check(n_steps >= 0, f"Scan was asked to run for a negative number of steps ({_shown(n_steps)})", node)
-    for index, seq in enumerate(seqs):
+    for var, seq in zip(node.inputs[1:], seqs):
         length = sequence_length(seq)
         _check(
             n_steps <= length,
-            f"sequence {index} of the Scan has {_shown(length)} entries but the Scan runs for "
-            f"{_shown(n_steps)} steps",
+            f"the sequence {outer_name(var)!r} of Scan {node.op} has {_shown(length)} entries but the "
+            f"Scan runs for {_shown(n_steps)} steps: pass a longer sequence or ask for fewer steps",
             node,
         )
 
@@ -144,21 +144,22 @@ def type_name(shape: Sequence[int], dtype: Any) -> str:
 
 
 BUFFER_OPS = (IncSubtensor, Subtensor, DimShuffle, Unbroadcast, SpecifyShape)
-"""The Ops between a Scan buffer and the initial value written into it."""
+"""The Ops between a Scan outer input and the value the user gave (a sequence, an initial value)."""
 
 
-def initial_name(buffer: Variable) -> str:
-    """The name of a Scan buffer's initial value.
+def outer_name(outer: Variable) -> str:
+    """The user's name for a Scan node's outer input.
 
-    Aesara's `scan` writes the initial value into the buffer it allocates:
-    ``set_subtensor(empty[:1], x0[None])`` for a sit-sot,
+    Aesara's `scan` wraps the values it is given: a sequence ``seq`` becomes
+    ``seq[start:][:n_steps]``; an initial value is written into the buffer it
+    allocates, ``set_subtensor(empty[:1], x0[None])`` for a sit-sot,
     ``set_subtensor(empty[:k], x0[:k])`` for a mit-sot reading ``k`` steps
-    back. That value's name, else the buffer's.
+    back. The first named value through those Ops, else the input's own name.
     """
-    var = buffer
+    var = outer
     while var.name is None and var.owner is not None and isinstance(var.owner.op, BUFFER_OPS):
         var = var.owner.inputs[1 if isinstance(var.owner.op, IncSubtensor) else 0]
-    return variable_name(var if var.name is not None else buffer)
+    return variable_name(var if var.name is not None else outer)
 
 
 class Outer(NamedTuple):
@@ -332,7 +333,7 @@ class LoweredScan:
             returned = (jnp.shape(out), jnp.result_type(out))
             if returned != (tuple(shape), dtype):
                 raise InvalidValueError(
-                    f"{what} of Scan {self.node.op} (initial {initial_name(self.node.inputs[position])!r}): "
+                    f"{what} of Scan {self.node.op} (initial {outer_name(self.node.inputs[position])!r}): "
                     f"the step returns {type_name(*returned)}, the state is {type_name(shape, dtype)}. "
                     "Each step must return its state's shape and dtype: change the step, or give "
                     "an initial value of the shape the step returns."

@@ -26,11 +26,16 @@ def words(key):
     return np.asarray(jax.random.key_data(key)).tolist()
 
 
-def host_values():
-    for seed in range(20):
-        for bit_generator in BIT_GENERATORS:
-            yield GEN, np.random.Generator(bit_generator(seed))
-        yield LEGACY, np.random.RandomState(seed)
+HOST_KINDS = [*(bit_generator.__name__ for bit_generator in BIT_GENERATORS), "RandomState"]
+HOSTS = [pytest.param(kind, seed, id=f"{kind} seed {seed}") for seed in range(20) for kind in HOST_KINDS]
+"""Every host generator kind with every seed, as ``(kind, seed)``."""
+
+
+def host_value(kind, seed):
+    """The Type and a new host generator of ``kind`` (a bit generator's name, or ``"RandomState"``)."""
+    if kind == "RandomState":
+        return LEGACY, np.random.RandomState(seed)
+    return GEN, np.random.Generator(getattr(np.random, kind)(seed))
 
 
 @pytest.mark.parametrize("type_", [GEN, LEGACY])
@@ -40,28 +45,34 @@ def test_registry_serves_key_codecs(type_):
     assert codec.payload_spec(type_).key_data_shape == (2,)
 
 
-def test_round_trip_is_exact_over_seeds_and_bit_generators():
+@pytest.mark.parametrize("kind, seed", HOSTS)
+def test_round_trip_is_exact(kind, seed):
+    type_, host = host_value(kind, seed)
+    codec = codec_for("jax", type_)
+    key = codec.encode(host, type_)
+    codec.validate(key, type_)
+    decoded = codec.decode(key, type_)
+    assert type_.filter(decoded) is decoded
+    assert words(codec.encode(decoded, type_)) == words(key)
+    assert words(codec.encode(pickle.loads(pickle.dumps(decoded)), type_)) == words(key)
+
+
+def test_distinct_host_states_encode_to_distinct_keys():
     keys = set()
-    for type_, host in host_values():
-        codec = codec_for("jax", type_)
-        key = codec.encode(host, type_)
-        codec.validate(key, type_)
-        decoded = codec.decode(key, type_)
-        assert type_.filter(decoded) is decoded
-        assert words(codec.encode(decoded, type_)) == words(key)
-        assert words(codec.encode(pickle.loads(pickle.dumps(decoded)), type_)) == words(key)
-        keys.add(tuple(words(key)))
-    assert len(keys) == 20 * (len(BIT_GENERATORS) + 1)
+    for kind, seed in (param.values for param in HOSTS):
+        type_, host = host_value(kind, seed)
+        keys.add(tuple(words(codec_for("jax", type_).encode(host, type_))))
+    assert len(keys) == len(HOSTS)
 
 
-def test_key_to_host_to_key_is_exact_for_arbitrary_keys():
+@pytest.mark.parametrize("type_", [GEN, LEGACY], ids=["Generator", "RandomState"])
+def test_key_to_host_to_key_is_exact_for_arbitrary_keys(type_):
     rng = np.random.default_rng(0)
-    for type_ in (GEN, LEGACY):
-        codec = codec_for("jax", type_)
-        for _ in range(50):
-            data = rng.integers(0, 2**32, size=2, dtype=np.uint64).astype(np.uint32)
-            key = jax.random.wrap_key_data(data)
-            assert words(codec.encode(codec.decode(key, type_), type_)) == data.tolist()
+    codec = codec_for("jax", type_)
+    for _ in range(50):
+        data = rng.integers(0, 2**32, size=2, dtype=np.uint64).astype(np.uint32)
+        key = jax.random.wrap_key_data(data)
+        assert words(codec.encode(codec.decode(key, type_), type_)) == data.tolist()
 
 
 def test_state_dicts_encode_like_their_objects():
@@ -109,11 +120,12 @@ def test_encoding_is_deterministic_across_processes():
     assert out.stdout.split("\n")[:2] == [str(w) for w in here]
 
 
-def test_encode_does_not_mutate_the_host_value():
-    for type_, host in host_values():
-        before = pickle.dumps(host)
-        codec_for("jax", type_).encode(host, type_)
-        assert pickle.dumps(host) == before
+@pytest.mark.parametrize("kind, seed", HOSTS)
+def test_encode_does_not_mutate_the_host_value(kind, seed):
+    type_, host = host_value(kind, seed)
+    before = pickle.dumps(host)
+    codec_for("jax", type_).encode(host, type_)
+    assert pickle.dumps(host) == before
 
 
 @pytest.mark.parametrize("type_", [GEN, LEGACY])

@@ -12,8 +12,9 @@ from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from aesara.tensor.random.utils import RandomStream
 
 import aejax.linker  # noqa: F401  (registers the AEJAX mode)
+from aejax.adapters import KeyedGenerator
 from aejax.adapters.jax import RandomGeneratorCodec, RandomStateCodec
-from aejax.adapters.keyed import KeyedGenerator, held_key
+from aejax.adapters.keyed import held_key
 
 CASES = [
     (RandomGeneratorCodec, RandomGeneratorType(), np.random.Generator, lambda host: host.bit_generator.state),

@@ -1,20 +1,26 @@
 """Codec lookup: MRO resolution, explicit registration, entry-point plugins."""
 
+import sys
 import textwrap
 import warnings
+from importlib.metadata import EntryPoint
 
 import pytest
+from aesara.tensor import dvector
 from aesara.tensor.random.type import RandomGeneratorType
 
 from aejax.adapters import (
     CodecConflictError,
     CodecLoadError,
     CodecNotFoundError,
+    ENTRY_POINT_GROUP,
     CodecRegistry,
     CodecSpec,
     StateCodec,
     codec_for,
+    published_codecs,
 )
+from aejax.adapters import registry as registry_module
 from aejax.adapters.host import TypeFilterCodec
 from aejax.adapters.jax import RandomGeneratorCodec, TensorCodec
 
@@ -72,6 +78,88 @@ def site(tmp_path, monkeypatch):
     return tmp_path
 
 
+def point(name, value):
+    """An entry point of the ``aejax.codecs`` group, in memory (no installed distribution)."""
+    return EntryPoint(name=name, value=value, group=ENTRY_POINT_GROUP)
+
+
+@pytest.fixture
+def published(monkeypatch):
+    """Make registries read the given in-memory entry points instead of the installed ones."""
+
+    def publish(*points):
+        monkeypatch.setattr(registry_module, "entry_points", lambda group: [p for p in points if p.group == group])
+
+    return publish
+
+
+CONFLICTING = [point("jax:shared.CounterType", f"{name}_mod:CounterCodec") for name in ("alpha", "beta")]
+"""Two values published under one key."""
+
+
+def test_published_codecs_maps_each_key_to_its_entry_point():
+    counter = point("jax:mypkg.types.CounterType", "mypkg.codecs:CounterCodec")
+    tensor = point("c:aesara.tensor.type.TensorType", "mypkg.codecs:TensorCodec")
+    codecs = published_codecs([counter, tensor])
+    assert sorted(codecs) == [("c", "aesara.tensor.type.TensorType"), ("jax", "mypkg.types.CounterType")]
+    assert codecs[("jax", "mypkg.types.CounterType")] is counter
+
+
+def test_published_codecs_with_two_values_for_a_key_raise_a_conflict_naming_both():
+    codecs = published_codecs(CONFLICTING)
+    assert ("jax", "shared.CounterType") in codecs
+    with pytest.raises(CodecConflictError, match="alpha_mod:CounterCodec.*beta_mod:CounterCodec"):
+        codecs[("jax", "shared.CounterType")]
+
+
+def test_published_codecs_conflict_fails_only_its_own_key():
+    other = point("jax:mypkg.types.OtherType", "mypkg.codecs:OtherCodec")
+    codecs = published_codecs([*CONFLICTING, other])
+    assert codecs[("jax", "mypkg.types.OtherType")] is other
+
+
+def test_published_codecs_count_the_same_value_twice_once():
+    twice = [point("jax:mypkg.types.CounterType", "mypkg.codecs:CounterCodec")] * 2
+    assert published_codecs(twice)[("jax", "mypkg.types.CounterType")].value == "mypkg.codecs:CounterCodec"
+
+
+def test_published_codecs_skip_a_malformed_name_with_a_warning():
+    with pytest.warns(UserWarning, match="nocolon"):
+        codecs = published_codecs([point("nocolon", "odd_plugin:X")])
+    assert len(codecs) == 0
+
+
+def test_registry_looks_up_an_in_memory_entry_point(site, published):
+    (site / "memory_plugin.py").write_text(textwrap.dedent(PLUGIN_SOURCE.format(module="memory_plugin")))
+    published(point("jax:memory_plugin.CounterType", "memory_plugin:CounterCodec"))
+    import memory_plugin
+
+    codec = CodecRegistry().codec_for("jax", memory_plugin.CounterType())
+    assert codec.decode(codec.encode(4, None), None) == 4
+
+
+def test_registry_lookup_of_a_conflicting_key_raises_naming_both(published):
+    key = "jax:aesara.tensor.type.TensorType"
+    published(point(key, "alpha_mod:Codec"), point(key, "beta_mod:Codec"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(CodecConflictError, match="alpha_mod:Codec.*beta_mod:Codec"):
+            CodecRegistry().codec_for("jax", dvector().type)
+
+
+def test_listing_keys_imports_no_plugin(site, published):
+    (site / "lazy_types.py").write_text(textwrap.dedent(PLUGIN_SOURCE.format(module="lazy_types")))
+    (site / "lazy_plugin.py").write_text("from lazy_types import CounterCodec\n")
+    published(point("jax:lazy_types.CounterType", "lazy_plugin:CounterCodec"))
+    registry = CodecRegistry()
+    assert registry.keys() == [("jax", "lazy_types.CounterType")]
+    assert "lazy_plugin" not in sys.modules
+    import lazy_types
+
+    registry.codec_for("jax", lazy_types.CounterType())
+    assert "lazy_plugin" in sys.modules
+
+
 def test_builtin_codecs_come_from_our_own_entry_points():
     keys = CodecRegistry().keys()
     assert ("jax", "aesara.tensor.random.type.RandomGeneratorType") in keys
@@ -102,20 +190,31 @@ def test_missing_codec_error_lists_what_is_registered():
     assert "jax:aesara.tensor.type.TensorType" in message
 
 
-def test_explicit_registration_takes_precedence_and_conflicts_are_errors():
+def test_explicit_registration_takes_precedence_over_entry_points():
     registry = CodecRegistry()
     mine = TensorCodec()
     registry.register(mine)
-    from aesara.tensor import dvector
-
     assert registry.codec_for("jax", dvector().type) is mine
+
+
+def test_registering_a_second_codec_for_a_key_is_a_conflict():
+    registry = CodecRegistry()
+    registry.register(TensorCodec())
     with pytest.raises(CodecConflictError, match="replace=True"):
         registry.register(TensorCodec())
+
+
+def test_registering_with_replace_replaces_the_codec():
+    registry = CodecRegistry()
+    registry.register(TensorCodec())
     other = TensorCodec()
     registry.register(other, replace=True)
     assert registry.codec_for("jax", dvector().type) is other
+
+
+def test_registering_what_is_not_a_codec_is_a_type_error():
     with pytest.raises(TypeError, match="not a StateCodec"):
-        registry.register(object())
+        CodecRegistry().register(object())
 
 
 def test_plugin_distribution_is_found_through_its_entry_point(site):

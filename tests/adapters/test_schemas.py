@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from aejax.adapters import PayloadError, parse_rng_state
-from aejax.adapters.schemas import CodecSpec
+from aejax.adapters import CodecSpec, PayloadError, parse_rng_state
 
 BIT_GENERATORS = [np.random.MT19937, np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.random.SFC64]
 

@@ -11,6 +11,7 @@ from aesara.graph.op import Op
 
 import aejax.linker
 from aejax.linker import LoweringError
+from tests.reference import compile_both
 
 
 class DoubleOp(Op):
@@ -126,3 +127,23 @@ def test_inputs_that_do_not_fit_raise_the_references_exception_class(build, shap
         ours(*args)
     assert isinstance(got.value, LoweringError)
     assert "do not fit" in str(got.value)
+
+
+@pytest.mark.parametrize(
+    "specified, expected",
+    [((3,), r"\(3,\)"), (("n",), r"\(n,\)")],
+    ids=["constant", "traced"],
+)
+def test_specify_shape_mismatch_is_an_invalid_value_naming_the_variable_and_shapes(specified, expected):
+    x, n = at.dvector("x"), at.lscalar("n")
+    shape = tuple(n if dim == "n" else dim for dim in specified)
+    y = at.specify_shape(x, shape) * 2
+    reference, ours = compile_both([x, n], y, on_unused_input="ignore")
+    with pytest.raises(AssertionError):
+        reference(np.ones(2), 3)
+    message = rf"'x' has shape \(2,\), .*specifies shape {expected}"
+    with pytest.raises(aejax.linker.InvalidValueError, match=message) as info:
+        ours(np.ones(2), 3)
+    assert not isinstance(info.value, LoweringError)
+    assert "static" not in str(info.value)
+    np.testing.assert_array_equal(ours(np.ones(3), 3), [2.0, 2.0, 2.0])

@@ -10,7 +10,7 @@ import pytest
 from aesara.compile.io import In
 
 import aejax.linker
-from aejax.linker.function import AejaxFunction
+from aejax.linker import AejaxFunction
 from tests.reference import REFERENCE
 
 

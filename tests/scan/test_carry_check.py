@@ -11,27 +11,11 @@ import aesara
 import aesara.tensor as at
 import numpy as np
 import pytest
-from aesara.scan.utils import until
 
 import aejax.linker
 from aejax.linker import InvalidValueError
 from tests.reference import assert_matches_reference
-
-LOOPS = [pytest.param(False, id="fixed loop"), pytest.param(True, id="until loop")]
-
-
-def stepping(step, stops):
-    """``step``, also returning an ``until`` condition that never holds when ``stops``."""
-    if not stops:
-        return step
-
-    def with_until(*args):
-        result = step(*args)
-        outputs = list(result.values()) if isinstance(result, dict) else result
-        first = outputs[0] if isinstance(outputs, (list, tuple)) else outputs
-        return result, until(at.sum(first) > 1e300)
-
-    return with_until
+from tests.scan.stepping import LOOPS, stepping
 
 
 def compiled(inputs, outputs, **kwargs):

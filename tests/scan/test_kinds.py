@@ -11,8 +11,9 @@ from aesara.graph.rewriting.db import RewriteDatabaseQuery
 from aesara.ifelse import ifelse
 
 import aejax.linker
-from aejax.linker import ShapeInputWarning
-from tests.reference import assert_matches_reference
+from aejax.linker import InvalidValueError, ShapeInputWarning
+from tests.reference import assert_matches_reference, compile_both
+from tests.scan.stepping import LOOPS, scanning
 
 RNG = np.random.default_rng(7)
 VEC = RNG.normal(size=8)
@@ -20,21 +21,20 @@ MAT = RNG.normal(size=(6, 3))
 SQ = RNG.normal(size=(3, 3)) * 0.4
 
 
-def scan(*args, **kwargs):
-    outputs, _ = aesara.scan(*args, **kwargs)
-    return outputs
+scan = scanning(False)
 
 
 def case(kind, name, build, *values):
+    """A Scan built by ``build(loop)`` (``loop`` is `aesara.scan` returning outputs), run on ``values``."""
     return pytest.param(build, values, id=f"{kind}: {name}", marks=pytest.mark.kind(kind))
 
 
-def seq_taps():
+def seq_taps(loop):
     a = at.dvector("a")
-    return [a], scan(lambda prev, cur, nxt: prev + 2 * cur - nxt, sequences=dict(input=a, taps=[-1, 0, 1]))
+    return [a], loop(lambda prev, cur, nxt: prev + 2 * cur - nxt, sequences=dict(input=a, taps=[-1, 0, 1]))
 
 
-def several_of_each():
+def several_of_each(loop):
     xs, h0, c0, w = at.dmatrix("xs"), at.dvector("h0"), at.dmatrix("c0"), at.dscalar("w")
 
     def step(x, c_m2, c_m1, h, w):
@@ -42,7 +42,7 @@ def several_of_each():
         h_new = at.tanh(h * w + x)
         return c, h_new, h_new.sum() * 2, at.cast(h_new.argmax(), "int64")
 
-    outs = scan(
+    outs = loop(
         step,
         sequences=xs,
         outputs_info=[dict(initial=c0, taps=[-2, -1]), h0, None, None],
@@ -51,79 +51,79 @@ def several_of_each():
     return [xs, h0, c0, w], outs
 
 
-def matrix_sit_sot():
+def matrix_sit_sot(loop):
     m = at.dmatrix("m")
-    return [m], scan(lambda s, m: at.dot(m, s) + 1.0, outputs_info=at.eye(3), non_sequences=m, n_steps=4)
+    return [m], loop(lambda s, m: at.dot(m, s) + 1.0, outputs_info=at.eye(3), non_sequences=m, n_steps=4)
 
 
 def int_sit_sot(dtype):
-    def build():
+    def build(loop):
         k = at.scalar("k", dtype=dtype)
-        return [k], scan(lambda c: c * 2 + 1, outputs_info=k, n_steps=5)
+        return [k], loop(lambda c: c * 2 + 1, outputs_info=k, n_steps=5)
 
     return build
 
 
-def scalar_nit_sot():
+def scalar_nit_sot(loop):
     a = at.dvector("a")
-    return [a], scan(lambda x: (x**2, at.cast(x > 0, "int32")), sequences=a)
+    return [a], loop(lambda x: (x**2, at.cast(x > 0, "int32")), sequences=a)
 
 
-def go_backwards():
+def go_backwards(loop):
     a, s0 = at.dvector("a"), at.dscalar("s0")
-    return [a, s0], scan(lambda x, s: s * 0.5 + x, sequences=a, outputs_info=s0, go_backwards=True)
+    return [a, s0], loop(lambda x, s: s * 0.5 + x, sequences=a, outputs_info=s0, go_backwards=True)
 
 
-def nested_scan():
+def nested_scan(loop):
     m = at.dmatrix("m")
 
     def row(r):
-        return scan(lambda x, acc: acc + x, sequences=r, outputs_info=at.constant(np.float64(0.0)))[-1]
+        return loop(lambda x, acc: acc + x, sequences=r, outputs_info=at.constant(np.float64(0.0)))[-1]
 
-    return [m], scan(row, sequences=m)
+    return [m], loop(row, sequences=m)
 
 
-def ifelse_step():
+def ifelse_step(loop):
     a, s0 = at.dvector("a"), at.dscalar("s0")
-    return [a, s0], scan(lambda x, s: ifelse(x > 0, s + x, s * 0.5), sequences=a, outputs_info=s0)
+    return [a, s0], loop(lambda x, s: ifelse(x > 0, s + x, s * 0.5), sequences=a, outputs_info=s0)
 
 
-def last_value_only():
+def last_value_only(loop):
     s0 = at.dscalar("s0")
-    out = scan(lambda s: at.sin(s) + s, outputs_info=s0, n_steps=50)
+    out = loop(lambda s: at.sin(s) + s, outputs_info=s0, n_steps=50)
     return [s0], [out[-1], out[-3:]]
 
 
-def mit_sot_last_value():
+def mit_sot_last_value(loop):
     init = at.dvector("init")
-    out = scan(lambda xm1, xm3: 0.5 * xm1 + 0.25 * xm3, outputs_info=[dict(initial=init, taps=[-1, -3])], n_steps=20)
+    out = loop(lambda xm1, xm3: 0.5 * xm1 + 0.25 * xm3, outputs_info=[dict(initial=init, taps=[-1, -3])], n_steps=20)
     return [init], out[-1]
 
 
-def runtime_length_sequences():
+def runtime_length_sequences(loop):
     a = at.dvector("a")
-    out = scan(lambda x, xp, s: s + x * xp, sequences=dict(input=a, taps=[0, 2]), outputs_info=at.constant(np.float64(0.0)))
+    out = loop(lambda x, xp, s: s + x * xp, sequences=dict(input=a, taps=[0, 2]), outputs_info=at.constant(np.float64(0.0)))
     return [a], [out, out.sum()]
 
 
-def zero_steps_sit_sot():
+def zero_steps_sit_sot(loop):
     s0 = at.dvector("s0")
-    return [s0], scan(lambda s: s + 1, outputs_info=s0, n_steps=0)
+    return [s0], loop(lambda s: s + 1, outputs_info=s0, n_steps=0)
 
 
 CASES = [
-    case("sequences", "problem report 2*a_t", lambda: ((a := at.dvector("a")), scan(lambda a_t: 2 * a_t, sequences=a))[0:2] and ([a], scan(lambda a_t: 2 * a_t, sequences=a)), VEC),
+    case("sequences", "problem report 2*a_t", lambda loop: ([a := at.dvector("a")], loop(lambda a_t: 2 * a_t, sequences=a)), VEC),
     case("sequences", "taps -1 0 1", seq_taps, VEC),
     case("sequences", "runtime length with taps", runtime_length_sequences, VEC),
     case("sequences", "go_backwards", go_backwards, VEC, 1.0),
-    case("sit-sot", "two outputs n_steps 10", lambda: ([x := at.dscalar("x"), y := at.dscalar("y")], scan(lambda x, y: (x + y, x * y * 0.1), outputs_info=[x, y], n_steps=10)), 1.0, 0.5),
+    case("sit-sot", "two outputs n_steps 10", lambda loop: ([x := at.dscalar("x"), y := at.dscalar("y")], loop(lambda x, y: (x + y, x * y * 0.1), outputs_info=[x, y], n_steps=10)), 1.0, 0.5),
     case("sit-sot", "matrix", matrix_sit_sot, SQ),
     case("sit-sot", "int32", int_sit_sot("int32"), 3),
     case("sit-sot", "int64", int_sit_sot("int64"), 3),
     case("sit-sot", "last value only (scan_save_mem)", last_value_only, 0.3),
     case("sit-sot", "zero steps, full trace", zero_steps_sit_sot, VEC[:2]),
-    case("mit-sot", "problem report taps -2 n_steps 6", lambda: ([i := at.dvector("i")], scan(lambda xm2: xm2 + 1, outputs_info=[dict(initial=i, taps=[-2])], n_steps=6)), VEC[:2]),
-    case("mit-sot", "taps -1 -3", lambda: ([i := at.dvector("i")], scan(lambda a, b: a + b, outputs_info=[dict(initial=i, taps=[-1, -3])], n_steps=7)), VEC[:3]),
+    case("mit-sot", "problem report taps -2 n_steps 6", lambda loop: ([i := at.dvector("i")], loop(lambda xm2: xm2 + 1, outputs_info=[dict(initial=i, taps=[-2])], n_steps=6)), VEC[:2]),
+    case("mit-sot", "taps -1 -3", lambda loop: ([i := at.dvector("i")], loop(lambda a, b: a + b, outputs_info=[dict(initial=i, taps=[-1, -3])], n_steps=7)), VEC[:3]),
     case("mit-sot", "last value only", mit_sot_last_value, VEC[:3]),
     case("nit-sot", "scalar float and int outputs", scalar_nit_sot, VEC),
     case("mixed", "several of each", several_of_each, MAT, VEC[:3], MAT[:2], 0.7),
@@ -132,9 +132,10 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("stops", LOOPS)
 @pytest.mark.parametrize("build, values", CASES)
-def test_scan_matches_reference(build, values):
-    inputs, outputs = build()
+def test_scan_matches_reference(build, values, stops):
+    inputs, outputs = build(scanning(stops))
     assert_matches_reference(inputs, outputs, *values)
 
 
@@ -186,9 +187,11 @@ def test_shared_tensor_updated_inside_the_loop():
 def test_sequence_shorter_than_n_steps_is_a_clear_error():
     a, s0 = at.dvector("a"), at.dscalar("s0")
     out = scan(lambda x, s: s * x + 1, sequences=a, outputs_info=s0, n_steps=5)
-    f = aesara.function([a, s0], out, mode=aejax.linker.mode)
-    with pytest.raises(ValueError, match="sequence 0 of the Scan has 3 entries but the Scan runs for 5 steps"):
-        f(VEC[:3], 1.0)
+    reference, ours = compile_both([a, s0], out)
+    with pytest.raises(ValueError):
+        reference(VEC[:3], 1.0)
+    with pytest.raises(InvalidValueError, match="sequence 'a' of Scan .* has 3 entries but the Scan runs for 5 steps"):
+        ours(VEC[:3], 1.0)
 
 
 def test_wrong_dtype_initial_state_is_rejected_and_changes_nothing():
