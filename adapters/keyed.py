@@ -31,10 +31,21 @@ class KeyEmbedding(Protocol):
 
 
 class HeldKey(NamedTuple):
-    """A key a generator holds: the codec it came from and its words."""
+    """A key a generator holds: the codec it came from and a slot holding its words.
+
+    The slot is a one-element list. Storing new words into it advances the
+    key the generator holds, with nothing else to do: a caller that reads
+    the words of a held key, and later has the advanced ones, may put them
+    there (a generator settled meanwhile keeps the state it settled to).
+    """
 
     codec: KeyEmbedding
-    words: Any
+    slot: list[Any]
+
+    @property
+    def words(self) -> Any:
+        """The key's words."""
+        return self.slot[0]
 
 
 class SettledKey(NamedTuple):
@@ -55,9 +66,10 @@ def _settle(host: Any, fields: dict[str, Any]) -> None:
         held = fields.get(_HELD)
         if held is None:
             return  # another thread settled it meanwhile
-        state = held.codec.embed(np.asarray(held.words, dtype=np.uint32).ravel())
+        words = held.words  # read once: a caller may advance the slot meanwhile
+        state = held.codec.embed(np.asarray(words, dtype=np.uint32).ravel())
         held.codec.set_host_state(host, state)
-        fields[_SETTLED] = SettledKey(state, held.words)
+        fields[_SETTLED] = SettledKey(state, words)
         fields[_HELD] = None  # cleared last: a reader that sees no held key sees the state set
 
 
@@ -92,7 +104,7 @@ def hold_key(host: Any, codec: KeyEmbedding, words: Any) -> None:
     fields = object.__getattribute__(host, "__dict__")
     with _LOCK:
         fields[_SETTLED] = None
-        fields[_HELD] = HeldKey(codec, words)
+        fields[_HELD] = HeldKey(codec, [words])
 
 
 def held_key(host: Any) -> HeldKey | None:

@@ -20,6 +20,7 @@ from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, variable_name
 from aejax.linker.lowering import lower_nodes
 from aejax.linker.program import GraphProgram
+from aejax.linker.static_inputs import Shortcut
 
 BACKEND = "jax"
 
@@ -149,6 +150,15 @@ class HostCall:
     the input's host value where its cell can (an advanced random state set
     into the shared generator), after every other output is decoded, so a
     call that fails leaves no partial result behind.
+
+    Attributes
+    ----------
+    shortcut
+        The program of the last call, called directly while the encoded
+        inputs keep the shapes it was traced for (`static_inputs.Shortcut`).
+    in_place
+        ``(output, input, decode_into)`` of each output decoded into the host
+        value of the input it updates.
     """
 
     def __init__(self, program: GraphProgram, updates: Mapping[int, int] | None = None) -> None:
@@ -156,31 +166,41 @@ class HostCall:
         self._encoders = [None if cell.passes_through else cell.encode for cell in program.input_cells]
         self._encodes = any(self._encoders)
         cells = program.output_cells
-        self._in_place = [
+        self.in_place = [
             (out, updated, cells[out].decode_into)
             for out, updated in sorted((updates or {}).items())
             if cells[out].reuses_previous
         ]
-        in_place = {out for out, _, _ in self._in_place}
+        in_place = {out for out, _, _ in self.in_place}
         self._decoders = [(None, None) if i in in_place else cell.decoder for i, cell in enumerate(cells)]
+        self.shortcut: Shortcut | None = None
 
     def __call__(self, host_values: Sequence[Any]) -> list[Any]:
         values = host_values
         if self._encodes:
             values = [v if encode is None else encode(v) for encode, v in zip(self._encoders, host_values)]
-        results = self.program(*values)
+        shortcut = self.shortcut
+        if shortcut is not None and shortcut.fits(values):
+            results = shortcut.program(*values)
+        else:
+            results = self.program(*values)
+            self.shortcut = self.program.shortcut()
         try:
             outputs = [None if decode is None else decode(r, t) for (decode, t), r in zip(self._decoders, results)]
         except Exception:
             self._name_failed_output(results)
             raise
+        if self.in_place:
+            self._decode_in_place(outputs, results, host_values)
+        return outputs
+
+    def _decode_in_place(self, outputs: list[Any], results: Sequence[Any], host_values: Sequence[Any]) -> None:
         reused: list[Any] = []
-        for out, updated, decode_into in self._in_place:
+        for out, updated, decode_into in self.in_place:
             previous = host_values[updated]
             fresh = any(previous is other for other in reused)  # one object updated twice: keep both
             outputs[out] = decode_into(results[out], None if fresh else previous)
             reused.append(previous)
-        return outputs
 
     def _name_failed_output(self, results: Sequence[Any]) -> None:
         """Decode ``results`` again cell by cell, so that the failure names its output."""

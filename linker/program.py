@@ -28,7 +28,7 @@ from aesara.graph.basic import Apply, Constant, Variable
 from aejax.linker.errors import LoweringError
 from aejax.linker.lowering import LoweredGraph, Step, lookup
 from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, trimmed
-from aejax.linker.static_inputs import StaticInputProgram
+from aejax.linker.static_inputs import Shortcut, StaticInputProgram
 
 
 class Boundary(Protocol):
@@ -112,6 +112,13 @@ class GraphProgram:
     def segments(self) -> list[Segment]:
         """The jit programs, in order."""
         return self.plan.segments
+
+    def shortcut(self) -> Shortcut | None:
+        """The whole graph's program of the last call, if one jit program computes it and its outputs leave as they are."""
+        segments = self.plan.segments
+        if len(segments) != 1 or self._ragged_outputs:
+            return None
+        return segments[0].program.shortcut
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         while True:

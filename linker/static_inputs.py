@@ -20,7 +20,7 @@ import threading
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import aesara
 
@@ -80,6 +80,22 @@ def _shape_key(value: Any) -> Any:
     return tuple(np.shape(leaf) for leaf in jax.tree_util.tree_leaves(value))
 
 
+class Shortcut(NamedTuple):
+    """A compiled program with no static inputs and the input shapes it was traced for.
+
+    A traced program computes the graph for any input values of those
+    shapes, whatever later tracing finds out about other shapes, so a caller
+    may keep it and call it directly while its inputs keep their shapes.
+    """
+
+    shapes: tuple[Any, ...]
+    program: Callable[..., tuple[Any, ...]]
+
+    def fits(self, args: Sequence[Any]) -> bool:
+        """Whether ``args`` have the shapes the program was traced for."""
+        return self.shapes == tuple([getattr(a, "shape", None) for a in args])
+
+
 class StaticInputProgram:
     """A traced graph compiled with `jax.jit`, static in its shape-deciding inputs.
 
@@ -97,6 +113,10 @@ class StaticInputProgram:
         static inputs and the shapes of the others.
     checked
         Whether the graph met a run-time check while tracing (see `aejax.linker.checks`).
+    shortcut
+        The program of the last call that ran, while no input is static
+        (`Shortcut`); ``None`` before the first call and after discovery
+        changes what is static.
     """
 
     cache_size = 32
@@ -108,7 +128,7 @@ class StaticInputProgram:
         self._discovered = _Discovered()
         self._lock = threading.Lock()
         self._warned = False
-        self._recent: tuple[Any, ...] = (None, None, None)  # (discovered, key, program) of the last call that ran
+        self.shortcut: Shortcut | None = None
 
     @property
     def static_positions(self) -> tuple[int, ...]:
@@ -119,13 +139,9 @@ class StaticInputProgram:
         return self._discovered.checked
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
-        discovered, key, program = self._recent
-        if (
-            discovered is self._discovered
-            and not discovered.static_positions
-            and key == tuple([getattr(a, "shape", None) for a in args])
-        ):
-            return program(*args)  # the common call: inputs shaped as last time, already traced
+        shortcut = self.shortcut
+        if shortcut is not None and shortcut.fits(args):
+            return shortcut.program(*args)  # the common call: inputs shaped as last time, already traced
         return self._call(args)
 
     def _call(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -140,7 +156,8 @@ class StaticInputProgram:
             except NeedsChecks:
                 self._rediscover(discovered, replace(discovered, checked=True))
             else:
-                self._recent = (discovered, key, program)  # only once it ran: then it is traced
+                if not discovered.static_positions:
+                    self.shortcut = Shortcut(key, program)  # only once it ran: then it is traced
                 return outputs
 
     def _program_for(self, discovered: _Discovered, args: tuple[Any, ...]) -> tuple[Any, Callable[..., Any]]:
@@ -149,9 +166,6 @@ class StaticInputProgram:
             key = tuple(np.asarray(a).item() if i in statics else _shape_key(a) for i, a in enumerate(args))
         else:
             key = tuple([a.shape if hasattr(a, "shape") else _shape_key(a) for a in args])
-        recent_discovered, recent_key, program = self._recent
-        if recent_discovered is discovered and recent_key == key:
-            return key, program
         program = self.programs.get(key)
         if program is None:
             program = self.programs.add(key, self._compile(discovered, key))
@@ -215,6 +229,7 @@ class StaticInputProgram:
 
     def _replace(self, discovered: _Discovered) -> None:
         self._discovered = discovered
+        self.shortcut = None
         self.programs.clear()
 
     def _warn_recompiling(self) -> None:
