@@ -157,3 +157,11 @@ def test_a_failed_exact_call_stores_nothing():
     with pytest.raises(AssertionError, match="x must be positive"):
         f(-np.ones(2))
     np.testing.assert_array_equal(total.get_value(), before)
+
+
+def test_a_shape_deciding_input_is_never_taken_as_exact():
+    x, n = at.dvector("x"), at.lscalar("n")
+    reference, ours = _warm_pair([x, n], at.zeros(n) + x[:n].sum(), (np.arange(5.0), np.array(2)))
+    ours(np.arange(5.0), np.array(2))
+    for size in (2, 3, 4):
+        _assert_same(reference(np.arange(5.0), np.array(size)), ours(np.arange(5.0), np.array(size)))
