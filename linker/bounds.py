@@ -154,10 +154,8 @@ class _Bounds:
 
     def _scan_output_length(self, node: Any, index: int) -> int | None:
         """A Scan output is at most as long as its outer buffer (a nit-sot: its size input)."""
-        layout = ScanLayout.of(node.op)
-        if index < layout.n_mit_mot + layout.n_sot:
-            return self.length(node.inputs[1 + layout.n_seqs + index])
-        k = index - layout.n_mit_mot - layout.n_sot
-        if k < layout.n_nit_sot:
-            return self.upper(node.inputs[layout.nit_sot_input_index(k)])
-        return None
+        position = ScanLayout.of(node.op).size_input_of_output(index)
+        if position is None:
+            return None
+        size = node.inputs[position]
+        return self.upper(size) if size.type.ndim == 0 else self.length(size)

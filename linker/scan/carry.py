@@ -18,19 +18,29 @@ from aejax.linker.ragged import Ragged
 
 
 class Carry(NamedTuple):
-    """The loop state of a lowered Scan (its fields: `aejax.linker.scan.lower`).
+    """The state one step of a lowered Scan reads and writes (its fields: `aejax.linker.scan.lower`).
 
     ``failed`` is the loop's failure code of run-time checks
     (`aejax.linker.checks.loop_step`) inside a `CheckedProgram`, else ``None``.
     """
 
-    step: Any
     mit_mot: tuple[Any, ...]
     windows: tuple[Any, ...]
     shared: tuple[Any, ...]
-    buffers: tuple[Any, ...]
-    running: Any
     failed: Any
+
+
+class WhileCarry(NamedTuple):
+    """A while loop's state: the step's `Carry` inside the loop's control.
+
+    ``step`` counts the steps run, ``running`` says whether the ``until``
+    condition lets the loop go on, and ``buffers`` are the traces being kept.
+    """
+
+    step: Any
+    running: Any
+    carry: Carry
+    buffers: tuple[Any, ...]
 
 
 def same_type_as(value: Any, reference: Any) -> Any:

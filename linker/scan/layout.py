@@ -103,6 +103,20 @@ class ScanLayout:
         """Position among the outer inputs of the state that the shared output ``index`` updates."""
         return self.shared_input_positions()[index - self.n_mit_mot - self.n_sot - self.n_nit_sot]
 
+    def size_input_of_output(self, index: int) -> int | None:
+        """Position among the outer inputs of what sets the length of output ``index``.
+
+        A mit-mot/mit-sot/sit-sot output is laid out in its outer buffer (an
+        array); a nit-sot's buffer has the length of its size input (a scalar);
+        a shared output has neither (``None``).
+        """
+        n_buffers = self.n_mit_mot + self.n_sot
+        if index < n_buffers:
+            return 1 + self.n_seqs + index
+        if index < n_buffers + self.n_nit_sot:
+            return self.nit_sot_input_index(index - n_buffers)
+        return None
+
     def nit_sot_output_index(self, k: int) -> int:
         """Position of the k-th nit-sot among the node's outputs."""
         return self.n_mit_mot + self.n_sot + k

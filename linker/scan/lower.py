@@ -1,20 +1,22 @@
 """`Scan` as `lax.scan` (a fixed number of steps) or `lax.while_loop` (``until``,
 or a number of steps known only at run time, which bounds the loop).
 
-The loop carry is a fixed pytree (`Carry`):
+Both loops run one step function (`LoweredScan.step`) on a fixed pytree
+(`Carry`):
 
-- ``step``: the step counter (while loops);
 - ``mit_mot``: in fixed loops, a window of the rows one step reads and writes
   of each mit-mot buffer (gradient scans); each step its oldest row leaves as
-  part of the output and the next buffer row enters. In ``until`` loops, the
+  part of the output and the next buffer row enters. In while loops, the
   whole buffers;
 - ``windows``: the last ``-min(taps)`` values of each mit-sot/sit-sot, oldest
   first (a sit-sot carries its value itself);
 - ``shared``: the values of Aesara's untraced sit-sots ("shared outs"), among
-  them random states, which are PRNG keys;
-- ``buffers``: in ``until`` loops, the traces being kept, written and never
-  read inside the loop (XLA would copy a buffer it also reads at every step);
-- ``running``: whether the ``until`` condition still lets the loop go on.
+  them random states, which are PRNG keys.
+
+A while loop wraps it with its loop control (`WhileCarry`): the step counter,
+whether the ``until`` condition still lets the loop go on, and the traces
+being kept, written and never read inside the loop (XLA would copy a buffer
+it also reads at every step).
 
 Sequences are the scanned ``xs`` (or indexed by the step; an ``arange`` with
 traced bounds is computed from the step, `RangeRows`); non-sequences are
@@ -40,8 +42,9 @@ bound-sized buffer, and the matching output is `Ragged` with the same length.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from aesara.graph.rewriting.basic import MergeOptimizer
@@ -53,11 +56,12 @@ from aesara.tensor.random.type import RandomType
 from aesara.tensor.shape import SpecifyShape, Unbroadcast
 from aesara.tensor.subtensor import IncSubtensor, Subtensor
 from jax import lax
+from jax.extend.core import jaxpr_as_fun
 
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
 from aejax.linker.dispatch.tensor_basic import bounded_shape, require_memory
-from aejax.linker.checks import loop_end, loop_failure_start, loop_step, require, shapes_only
+from aejax.linker.checks import loop_end, loop_failure_start, loop_step, require
 from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.scan.layout import ScanLayout, split_by
 from aejax.linker.errors import InvalidValueError, LoweringError, variable_name
@@ -67,6 +71,7 @@ from aejax.linker.rewrites import scan_rewrites
 from aejax.linker.scan.noise import ScanNoise
 from aejax.linker.scan.carry import (
     Carry,
+    WhileCarry,
     last_states,
     SotWindow,
     flatten,
@@ -175,6 +180,31 @@ class Outer(NamedTuple):
     noise: list[Any]
 
 
+class LoopPlan(NamedTuple):
+    """What both loops of one Scan call share: the outer values, and which traces leave the loop."""
+
+    outer: Outer
+    traced: list[bool]
+    """Whether each mit-sot/sit-sot keeps its trace (its buffer is longer than its window)."""
+
+    def kept(self, values: Sequence[Any]) -> list[Any]:
+        """The items of ``values`` (one per mit-sot/sit-sot) whose trace is kept."""
+        return [value for value, keep in zip(values, self.traced) if keep]
+
+
+class Stepped(NamedTuple):
+    """What one step of a loop computed (`LoweredScan.step`)."""
+
+    carry: Carry
+    """The carry after the step, its mit-mot state not yet written."""
+    mit_mot: list[list[Any]]
+    """The rows the step writes into each mit-mot state."""
+    traces: list[Any]
+    """The rows leaving as traces: of the kept mit-sots/sit-sots, then of the nit-sots."""
+    until: list[Any]
+    """The ``until`` condition (``[]`` without one)."""
+
+
 class LoweredScan:
     """The JAX computation of one Scan node."""
 
@@ -185,6 +215,8 @@ class LoweredScan:
         self.layout = ScanLayout.of(op)
         self.noise = ScanNoise(fgraph, self.layout, inner)
         self.inner = self.noise.inner
+        self.windows = [SotWindow(w, taps) for w, taps in zip(self.layout.sot_windows(), self.layout.sot_taps)]
+        self.mintaps = self.layout.mit_mot_mintaps()
 
     def __call__(self, *outer: Any) -> Any:
         try:
@@ -261,7 +293,8 @@ class LoweredScan:
         )
         if not bounded:
             values = self.with_noise(values)
-        results = self.while_loop(values) if self.layout.as_while or bounded else self.fixed_loop(values)
+        plan = LoopPlan(values, [b.shape[0] > sw.width for b, sw in zip(values.sots, self.windows)])
+        results = self.while_loop(plan) if self.layout.as_while or bounded else self.fixed_loop(plan)
         if not self.layout.as_while:
             results = self.sots_of_run_time_length(results, n_steps, sot_lengths)
         return with_lengths(results, lengths)
@@ -367,136 +400,150 @@ class LoweredScan:
             incoming.append(padded[span : span + n_steps])
         return windows, incoming
 
-    def fixed_loop(self, outer: Outer) -> list[Any]:
-        """A fixed number of steps: ``lax.scan``, traces leaving as stacked ``ys``."""
-        lay = self.layout
-        n_steps, seqs, mit_mot, sots, shared, sizes, non_seqs, noise = outer
-        widths = lay.sot_windows()
-        sot_windows = [SotWindow(w, taps) for w, taps in zip(widths, lay.sot_taps)]
-        mintaps = lay.mit_mot_mintaps()
-        traced_sots = [buffer.shape[0] > width for buffer, width in zip(sots, widths)]
-        mm_windows, mm_incoming = self.mit_mot_windows(n_steps, mit_mot)
-        start = Carry(
-            step=None,
-            mit_mot=tuple(mm_windows),
-            windows=tuple(sw.start(b) for sw, b in zip(sot_windows, sots)),
-            shared=tuple(shared),
-            buffers=(),
-            running=None,
+    def start(self, plan: LoopPlan, mit_mot: Sequence[Any]) -> Carry:
+        """The carry before the first step, with ``mit_mot`` as the mit-mot state."""
+        return Carry(
+            mit_mot=tuple(mit_mot),
+            windows=tuple(sw.start(b) for sw, b in zip(self.windows, plan.outer.sots)),
+            shared=tuple(plan.outer.shared),
             failed=loop_failure_start(),
         )
 
-        def body(carry: Carry, rows: tuple[list[Any], ...]) -> tuple[Carry, tuple[list[Any], ...]]:
+    def step(
+        self, plan: LoopPlan, carry: Carry, seq_rows: Sequence[Any], mm_rows: list[list[Any]], noise_rows: Sequence[Any]
+    ) -> Stepped:
+        """One step of either loop, given the rows it reads of the sequences, the mit-mots and the noise.
+
+        The step's mit-sot/sit-sot and shared outputs are checked against
+        their states (`check_carry`) and replace them in the carry.
+        """
+        sot_rows = [sw.rows(w) for sw, w in zip(self.windows, carry.windows)]
+        states = self.noise.step_states(carry.shared, noise_rows)
+        (mm_outs, sot_outs, nit_outs, shared_outs, until), failed = loop_step(
+            carry.failed, self.run_inner, seq_rows, mm_rows, sot_rows, states, plan.outer.non_seqs
+        )
+        self.check_carry(plan.outer, sot_outs, shared_outs)
+        new = carry._replace(
+            windows=tuple(sw.shifted(w, y) for sw, w, y in zip(self.windows, carry.windows, sot_outs)),
+            shared=tuple(same_type_as(v, s) for v, s in zip(shared_outs, carry.shared)),
+            failed=failed,
+        )
+        return Stepped(new, self.mit_mot_out_groups(mm_outs), [*plan.kept(sot_outs), *nit_outs], until)
+
+    def sot_results(self, plan: LoopPlan, windows: Sequence[Any], histories: Iterator[Any]) -> list[Any]:
+        """Each mit-sot/sit-sot's output: the next of ``histories`` where its trace is kept, else its last window.
+
+        A last window gives as many of its last rows as the buffer has.
+        """
+        return [
+            next(histories) if keep else sw.as_rows(window)[-b.shape[0] :]
+            for sw, b, keep, window in zip(self.windows, plan.outer.sots, plan.traced, windows)
+        ]
+
+    def fixed_loop(self, plan: LoopPlan) -> list[Any]:
+        """A fixed number of steps: ``lax.scan``, traces leaving as stacked ``ys``."""
+        lay = self.layout
+        n_steps, seqs, mit_mot, sots, _, sizes, _, noise = plan.outer
+        mm_windows, mm_incoming = self.mit_mot_windows(n_steps, mit_mot)
+
+        def body(carry: Carry, rows: tuple[list[Any], ...]) -> tuple[Carry, tuple[list[Any], list[Any]]]:
             seq_rows, entering, noise_rows = rows
-            mm_rows = [window_rows(w, m, taps) for w, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
-            sot_rows = [sw.rows(w) for sw, w in zip(sot_windows, carry.windows)]
-            states = self.noise.step_states(carry.shared, noise_rows)
-            (mm_outs, sot_outs, nit_outs, shared_outs, _), failed = loop_step(
-                carry.failed, self.run_inner, seq_rows, mm_rows, sot_rows, states, non_seqs
-            )
-            self.check_carry(outer, sot_outs, shared_outs)
+            mm_rows = [window_rows(w, m, taps) for w, m, taps in zip(carry.mit_mot, self.mintaps, lay.mit_mot_in)]
+            new, mm_outs, traces, _ = self.step(plan, carry, seq_rows, mm_rows, noise_rows)
             written = [
                 window_written(w, m, taps, values)
-                for w, m, taps, values in zip(carry.mit_mot, mintaps, lay.mit_mot_out, self.mit_mot_out_groups(mm_outs))
+                for w, m, taps, values in zip(carry.mit_mot, self.mintaps, lay.mit_mot_out, mm_outs)
             ]
-            new = Carry(
-                step=None,
-                mit_mot=tuple(shift_in(w, row) for w, row in zip(written, entering)),
-                windows=tuple(sw.shifted(w, y) for sw, w, y in zip(sot_windows, carry.windows, sot_outs)),
-                shared=tuple(same_type_as(v, s) for v, s in zip(shared_outs, carry.shared)),
-                buffers=(),
-                running=None,
-                failed=failed,
-            )
-            kept_sots = [y for y, keep in zip(sot_outs, traced_sots) if keep]
-            return new, ([w[0] for w in written], kept_sots, list(nit_outs))
+            mit_mot = tuple(shift_in(w, row) for w, row in zip(written, entering))
+            return new._replace(mit_mot=mit_mot), ([w[0] for w in written], traces)
 
-        final, (mm_traces, sot_traces, nit_traces) = lax.scan(body, start, (seqs, mm_incoming, noise), length=n_steps)
+        start = self.start(plan, mm_windows)
+        final, (mm_traces, traces) = lax.scan(body, start, (seqs, mm_incoming, noise), length=n_steps)
         loop_end(final.failed)
         mm_results = [
             jnp.concatenate([trace, window, b[n_steps + window.shape[0] :]])[: b.shape[0]]
             for b, trace, window in zip(mit_mot, mm_traces, final.mit_mot)
         ]
-        traces = iter(sot_traces)
-        sot_results = [
-            history_rows(b.shape[0], b[:w], next(traces)) if keep else sw.as_rows(window)[-b.shape[0] :]
-            for b, w, keep, window, sw in zip(sots, widths, traced_sots, final.windows, sot_windows)
-        ]
-        nit_results = [history_rows(size, None, trace) for size, trace in zip(sizes, nit_traces)]
+        kept = zip(plan.kept(sots), plan.kept(self.windows), traces)
+        histories = (history_rows(b.shape[0], b[: sw.width], trace) for b, sw, trace in kept)
+        sot_results = self.sot_results(plan, final.windows, histories)
+        nit_results = [history_rows(size, None, trace) for size, trace in zip(sizes, traces[sum(plan.traced) :])]
         return [*mm_results, *sot_results, *nit_results, *final.shared]
 
     def mit_mot_out_groups(self, outs: Sequence[Any]) -> list[list[Any]]:
+        """A step's mit-mot outputs (flat), grouped per mit-mot."""
         return split_by(outs, [len(t) for t in self.layout.mit_mot_out])
 
-    def while_loop(self, outer: Outer) -> list[Any]:
+    def while_loop(self, plan: LoopPlan) -> list[Any]:
         """An ``until`` loop, or one whose number of steps is traced: ``lax.while_loop``.
 
         Every mit-sot/sit-sot is read from its window; the outputs whose trace
         is kept are also written, write-only, into their buffers (a buffer the
-        loop also read from would be copied by XLA at every step).
+        loop also read from would be copied by XLA at every step). The step is
+        traced once (`traced_once`): that trace gives the nit-sot buffers'
+        shapes and is replayed as the loop body.
         """
         lay = self.layout
-        n_steps, seqs, mit_mot, sots, shared, sizes, non_seqs, noise = outer
-        sot_windows = [SotWindow(w, taps) for w, taps in zip(lay.sot_windows(), lay.sot_taps)]
-        traced = [b.shape[0] > sw.width for b, sw in zip(sots, sot_windows)]
-        mintaps = lay.mit_mot_mintaps()
-        nit_buffers = self.nit_sot_buffers(outer)
-        start = Carry(
-            step=jnp.asarray(0, "int32"),
-            mit_mot=tuple(mit_mot),
-            windows=tuple(sw.start(b) for sw, b in zip(sot_windows, sots)),
-            shared=tuple(shared),
-            buffers=tuple(b for b, keep in zip(sots, traced) if keep) + tuple(nit_buffers),
-            running=jnp.asarray(True),
-            failed=loop_failure_start(),
-        )
-        offsets = [sw.width for sw, keep in zip(sot_windows, traced) if keep] + [0] * lay.n_nit_sot
+        n_steps, seqs, mit_mot, sots, _, sizes, _, noise = plan.outer
+        offsets = [sw.width for sw in plan.kept(self.windows)] + [0] * lay.n_nit_sot
 
-        def cond(carry: Carry) -> Any:
-            return carry.running & (carry.step < n_steps)
-
-        def body(carry: Carry) -> Carry:
-            i = carry.step
-            seq_rows = [sequence_row(s, i) for s in seqs]
-            mm_rows = [read_rows(b, i - m, taps) for b, m, taps in zip(carry.mit_mot, mintaps, lay.mit_mot_in)]
-            sot_rows = [sw.rows(w) for sw, w in zip(sot_windows, carry.windows)]
-            states = self.noise.step_states(carry.shared, [sequence_row(rows, i) for rows in noise])
-            (mm_outs, sot_outs, nit_outs, shared_outs, until), failed = loop_step(
-                carry.failed, self.run_inner, seq_rows, mm_rows, sot_rows, states, non_seqs
+        def advance(i: Any, carry: Carry) -> Stepped:
+            """Step ``i``, reading and writing the whole mit-mot buffers."""
+            mm_rows = [read_rows(b, i - m, taps) for b, m, taps in zip(carry.mit_mot, self.mintaps, lay.mit_mot_in)]
+            noise_rows = [sequence_row(rows, i) for rows in noise]
+            stepped = self.step(plan, carry, [sequence_row(s, i) for s in seqs], mm_rows, noise_rows)
+            mit_mot = tuple(
+                write_rows(b, i - m, taps, values)
+                for b, m, taps, values in zip(carry.mit_mot, self.mintaps, lay.mit_mot_out, stepped.mit_mot)
             )
-            self.check_carry(outer, sot_outs, shared_outs)
-            written = [y for y, keep in zip(sot_outs, traced) if keep] + list(nit_outs)
-            return Carry(
+            return stepped._replace(carry=stepped.carry._replace(mit_mot=mit_mot))
+
+        first = jnp.asarray(0, "int32")
+        start = self.start(plan, mit_mot)
+        step, example = traced_once(advance, first, start)
+        nit_rows = example.traces[len(example.traces) - len(sizes) :]
+        nit_buffers = [jnp.zeros((size,) + row.shape, row.dtype) for size, row in zip(sizes, nit_rows)]
+
+        def cond(state: WhileCarry) -> Any:
+            return state.running & (state.step < n_steps)
+
+        def body(state: WhileCarry) -> WhileCarry:
+            carry, _, rows, until = step(state.step, state.carry)
+            i, buffers = state.step, zip(state.buffers, offsets, rows)
+            return WhileCarry(
                 step=i + 1,
-                mit_mot=tuple(
-                    write_rows(b, i - m, taps, values)
-                    for b, m, taps, values in zip(carry.mit_mot, mintaps, lay.mit_mot_out, self.mit_mot_out_groups(mm_outs))
-                ),
-                windows=tuple(sw.shifted(w, y) for sw, w, y in zip(sot_windows, carry.windows, sot_outs)),
-                shared=tuple(same_type_as(v, s) for v, s in zip(shared_outs, carry.shared)),
-                buffers=tuple(write_rows(b, i + offset, (0,), (y,)) for b, offset, y in zip(carry.buffers, offsets, written)),
-                running=jnp.logical_not(jnp.asarray(until[0]).astype(bool)) if until else carry.running,
-                failed=failed,
+                running=jnp.logical_not(jnp.asarray(until[0]).astype(bool)) if until else state.running,
+                carry=carry,
+                buffers=tuple(write_rows(b, i + offset, (0,), (y,)) for b, offset, y in buffers),
             )
 
-        final = lax.while_loop(cond, body, start)
-        loop_end(final.failed)
+        buffers = (*plan.kept(sots), *nit_buffers)
+        final = lax.while_loop(cond, body, WhileCarry(first, jnp.asarray(True), start, buffers))
+        loop_end(final.carry.failed)
         laid_out = iter(
             ordered_history(b, final.step, offset, n_steps, lay.as_while) for b, offset in zip(final.buffers, offsets)
         )
-        sot_results = [
-            next(laid_out) if keep else sw.as_rows(window)[-b.shape[0] :]
-            for sw, b, keep, window in zip(sot_windows, sots, traced, final.windows)
-        ]
-        return [*final.mit_mot, *sot_results, *laid_out, *final.shared]
+        sot_results = self.sot_results(plan, final.carry.windows, laid_out)
+        return [*final.carry.mit_mot, *sot_results, *laid_out, *final.carry.shared]
 
-    def nit_sot_buffers(self, outer: Outer) -> list[Any]:
-        """Zero buffers for the nit-sot outputs, shaped like one step's outputs."""
-        if not outer.nit_sizes:
-            return []
-        first_step, n = self.first_step(outer), self.layout.n_seqs
-        shapes = shapes_only(lambda *rows: self.layout.inner_outputs(self.inner(*rows, *first_step[n:]))[2], *first_step[:n])
-        return [jnp.zeros((size,) + s.shape, s.dtype) for size, s in zip(outer.nit_sizes, shapes)]
+
+def traced_once(fn: Callable[..., Any], *example: Any) -> tuple[Callable[..., Any], Any]:
+    """``fn`` traced once on ``example``: a function replaying that trace, and the types of its result.
+
+    The replay takes arguments of ``example``'s types and computes what ``fn``
+    computed when traced (its jaxpr, with the values it closed over).
+
+    Replaying the recorded jaxpr costs far less than tracing ``fn`` again: a
+    Scan's step lowers every Scan nested in it each time it is traced.
+    """
+    closed, result = jax.make_jaxpr(fn, return_shape=True)(*example)
+    tree = jax.tree_util.tree_structure(result)
+    replay = jaxpr_as_fun(closed)
+
+    def replayed(*args: Any) -> Any:
+        return jax.tree_util.tree_unflatten(tree, replay(*jax.tree_util.tree_leaves(args)))
+
+    return replayed, result
 
 
 @jax_funcify.register(Scan)

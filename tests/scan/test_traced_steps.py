@@ -12,6 +12,7 @@ from aesara.tensor.random.utils import RandomStream
 
 import aejax.linker
 from aejax.linker import InvalidValueError, ShapeInputWarning
+from aejax.linker.scan.lower import LoweredScan
 from tests.reference import assert_matches_reference, compile_both
 
 
@@ -137,3 +138,24 @@ def test_sequence_shorter_than_a_traced_step_count_raises():
         reference(np.ones(4), np.arange(3.0))
     with pytest.raises(InvalidValueError, match="sequence 'seq' of Scan"):
         ours(np.ones(4), np.arange(3.0))
+
+
+def test_while_loop_step_is_traced_once(monkeypatch):
+    """A while loop's step is traced once (nit-sot shapes too): a Scan in it is lowered as often as the loop."""
+    lowered = []
+    outputs = LoweredScan.outputs
+
+    def counted(self, *outer):
+        lowered.append(self.layout.as_while)
+        return outputs(self, *outer)
+
+    monkeypatch.setattr(LoweredScan, "outputs", counted)
+    s0 = at.dscalar("s0")
+
+    def step(s):
+        ys, _ = aesara.scan(lambda t: t + 1.0, outputs_info=[s], n_steps=3)
+        return (ys[-1], ys.sum()), until(ys[-1] > 10)
+
+    (states, sums), _ = aesara.scan(step, outputs_info=[s0, None], n_steps=20)
+    assert_matches_reference([s0], [states, sums], 0.5)
+    assert lowered.count(False) == lowered.count(True) > 0
