@@ -77,7 +77,7 @@ class DirectCall:
         if self.shared:
             values += [cell[0] for cell in self.shared]
         outputs = self._returned(self.call(values))
-        shortcut = self.call.shortcut
+        shortcut = self.call.program.shortcut()
         if shortcut is not self._exact_for:  # a new program ran: the exact call is now one for its arguments
             self._exact_for = shortcut
             self.exact = ExactCall.of(self, values[: self.arity])
@@ -151,14 +151,15 @@ class ExactCall:
         and check (`filter_checks_isfinite`), or a value crosses the
         boundary other than as a numpy array or a PRNG key.
         """
-        shortcut = direct.call.shortcut
+        shortcut = direct.call.program.shortcut()
         if shortcut is None or not all(map(_only_converts, direct.explicit)):
             return None
         expected = [_expected(c, a) for c, a in zip(direct.explicit, arguments)]
         if None in expected or any(e.shape != s for e, s in zip(expected, shortcut.shapes)):  # type: ignore[union-attr]
             return None
-        shared = _shared_inputs(direct, shortcut)
-        updates = _array_updates(direct)
+        advanced_by = {position: out for out, position, _ in direct.call.in_place}
+        shared = _shared_inputs(direct, shortcut, advanced_by)
+        updates = _array_updates(direct, set(advanced_by.values()))
         if shared is None or updates is None:
             return None
         returned = direct.call.program.output_cells[: direct.n_returned]
@@ -217,14 +218,13 @@ class ExactCall:
             cell[0] = value
 
 
-def _advanced_keys(direct: DirectCall) -> dict[int, int]:
-    """The input position of each random state an output advances in place, and that output."""
-    return {position: out for out, position, _ in direct.call.in_place}
+def _shared_inputs(
+    direct: DirectCall, shortcut: Shortcut, advanced_by: dict[int, int]
+) -> tuple[list[tuple[int, Any]], list[SharedKey]] | None:
+    """The position and shape of each shared array, and each shared random state; ``None`` for another kind.
 
-
-def _shared_inputs(direct: DirectCall, shortcut: Shortcut) -> tuple[list[tuple[int, Any]], list[SharedKey]] | None:
-    """The position and shape of each shared array, and each shared random state; ``None`` for another kind."""
-    advanced_by = _advanced_keys(direct)
+    ``advanced_by`` maps the input position of each random state an output advances to that output.
+    """
     array_shapes, keys = [], []
     for position, cell in enumerate(direct.call.program.input_cells[direct.arity :], start=direct.arity):
         if isinstance(cell, KeyBoundaryValue):
@@ -236,9 +236,10 @@ def _shared_inputs(direct: DirectCall, shortcut: Shortcut) -> tuple[list[tuple[i
     return array_shapes, keys
 
 
-def _array_updates(direct: DirectCall) -> list[tuple[int, list[Any], Callable[[Any], Any]]] | None:
-    """``(output, cell, filter)`` of each update that is not a random state; ``None`` if one is not an array."""
-    advanced = set(_advanced_keys(direct).values())
+def _array_updates(
+    direct: DirectCall, advanced: set[int]
+) -> list[tuple[int, list[Any], Callable[[Any], Any]]] | None:
+    """``(output, cell, filter)`` of each update not among the ``advanced`` random states; ``None`` if one is not an array."""
     outputs = direct.call.program.output_cells
     updates = [
         (out, cell, keep)

@@ -20,7 +20,6 @@ from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, variable_name
 from aejax.linker.lowering import lower_nodes
 from aejax.linker.program import GraphProgram
-from aejax.linker.static_inputs import Shortcut
 
 BACKEND = "jax"
 
@@ -153,9 +152,6 @@ class HostCall:
 
     Attributes
     ----------
-    shortcut
-        The program of the last call, called directly while the encoded
-        inputs keep the shapes it was traced for (`static_inputs.Shortcut`).
     in_place
         ``(output, input, decode_into)`` of each output decoded into the host
         value of the input it updates.
@@ -173,18 +169,12 @@ class HostCall:
         ]
         in_place = {out for out, _, _ in self.in_place}
         self._decoders = [(None, None) if i in in_place else cell.decoder for i, cell in enumerate(cells)]
-        self.shortcut: Shortcut | None = None
 
     def __call__(self, host_values: Sequence[Any]) -> list[Any]:
         values = host_values
         if self._encodes:
             values = [v if encode is None else encode(v) for encode, v in zip(self._encoders, host_values)]
-        shortcut = self.shortcut
-        if shortcut is not None and shortcut.fits(values):
-            results = shortcut.program(*values)
-        else:
-            results = self.program(*values)
-            self.shortcut = self.program.shortcut()
+        results = self.program(*values)
         try:
             outputs = [None if decode is None else decode(r, t) for (decode, t), r in zip(self._decoders, results)]
         except Exception:
