@@ -162,10 +162,7 @@ class StaticInputProgram:
 
     def _program_for(self, discovered: _Discovered, args: tuple[Any, ...]) -> tuple[Any, Callable[..., Any]]:
         statics = discovered.static_positions
-        if statics:
-            key = tuple(np.asarray(a).item() if i in statics else _shape_key(a) for i, a in enumerate(args))
-        else:
-            key = tuple([a.shape if hasattr(a, "shape") else _shape_key(a) for a in args])
+        key = tuple(np.asarray(a).item() if i in statics else _shape_key(a) for i, a in enumerate(args))
         program = self.programs.get(key)
         if program is None:
             program = self.programs.add(key, self._compile(discovered, key))
