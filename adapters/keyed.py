@@ -15,7 +15,8 @@ Copies and pickles of a keyed generator are plain numpy objects.
 from __future__ import annotations
 
 import threading
-from typing import Any, NamedTuple, Protocol
+from functools import partial
+from typing import Any, Callable, NamedTuple, Protocol
 
 import numpy as np
 
@@ -112,6 +113,17 @@ def held_key(host: Any) -> HeldKey | None:
     if not isinstance(host, _HoldsKey):
         return None
     return object.__getattribute__(host, "__dict__").get(_HELD)
+
+
+def held_key_reader(host: Any) -> Callable[[], HeldKey | None] | None:
+    """A function giving the key ``host`` holds unsettled when it is called; ``None`` if ``host`` is not keyed.
+
+    Calling it runs no Python code: for callers that read one generator's key
+    call after call.
+    """
+    if not isinstance(host, _HoldsKey):
+        return None
+    return partial(object.__getattribute__(host, "__dict__").get, _HELD)
 
 
 def settled_key(host: Any) -> SettledKey | None:

@@ -12,6 +12,9 @@ for, numpy scalars for 0-d inputs where the filter would take them. For such
 arguments every filter is the identity and every output's dtype is known,
 so it checks each argument once, runs the program and converts its outputs,
 with nothing in between; anything else takes `DirectCall`'s general path.
+It returns what the function returns (`Returning`), and each shared random
+state enters as the words of the key its generator holds, read through the
+generator and key it last saw there (`SharedKey`).
 """
 
 from __future__ import annotations
@@ -24,9 +27,35 @@ from aesara.compile.function.types import Function
 from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from aesara.tensor.type import TensorType
 
-from aejax.adapters.keyed import held_key
+from aejax.adapters.keyed import HeldKey, held_key_reader
 from aejax.linker.linker import BoundaryValue, HostCall, KeyBoundaryValue
 from aejax.linker.static_inputs import Shortcut
+
+
+NOT_EXACT = object()
+"""What an `ExactCall` returns, having done nothing, for a call the general path must take."""
+
+
+class Returning(NamedTuple):
+    """How a compiled function returns its outputs: Aesara's `Function` attributes of these names."""
+
+    return_none: bool
+    unpack_single: bool
+    output_keys: list[str] | None
+
+    @classmethod
+    def of(cls, function: Function) -> Returning:
+        return cls(function.return_none, function.unpack_single, function.output_keys)
+
+    def value(self, outputs: list[Any]) -> Any:
+        """What the function returns for ``outputs``."""
+        if self.return_none:
+            return None
+        if self.unpack_single and len(outputs) == 1:
+            return outputs[0]
+        if self.output_keys is not None:
+            return dict(zip(self.output_keys, outputs))
+        return outputs
 
 
 class DirectCall:
@@ -67,8 +96,8 @@ class DirectCall:
             return None
         return cls(function, HostCall(program, function.maker.fgraph.update_mapping), arity)
 
-    def __call__(self, args: Sequence[Any], trusted: bool = False) -> list[Any]:
-        """The outputs for positional ``args`` (filtered unless ``trusted``), after storing the updates.
+    def __call__(self, args: Sequence[Any], returning: Returning, trusted: bool = False) -> Any:
+        """What the function returns for positional ``args`` (filtered unless ``trusted``), after storing the updates.
 
         Every update passes its shared variable's filter before any is stored,
         so a call that fails changes nothing.
@@ -80,8 +109,8 @@ class DirectCall:
         shortcut = self.call.program.shortcut()
         if shortcut is not self._exact_for:  # a new program ran: the exact call is now one for its arguments
             self._exact_for = shortcut
-            self.exact = ExactCall.of(self, values[: self.arity])
-        return outputs
+            self.exact = ExactCall.of(self, values[: self.arity], returning)
+        return returning.value(outputs)
 
     def _returned(self, outputs: list[Any]) -> list[Any]:
         """The outputs the caller gets, after each update is filtered and stored."""
@@ -94,28 +123,49 @@ class DirectCall:
         return outputs[:n]
 
 
-class ExpectedArgument(NamedTuple):
-    """What an argument of an `ExactCall` must be: one of ``kinds``, of ``dtype`` and ``shape``."""
-
-    kinds: tuple[type, ...]
-    dtype: np.dtype
-    shape: tuple[int, ...]
+Signature = tuple[type, np.dtype, tuple[int, ...], bool]
+"""What an `ExactCall` compares of an argument: its type, dtype, shape and whether it is aligned."""
 
 
-class SharedKey(NamedTuple):
-    """A shared random state of an `ExactCall`: where it enters, its codec, and which output advances it."""
+class SharedKey:
+    """A shared random state entering an `ExactCall`, and the generator and key last seen in its cell.
 
-    position: int
-    """Its position among the program's inputs."""
-    codec: Any
-    output: int | None
+    While the cell holds the generator last seen, and that generator still
+    holds the key last seen (`held_key_reader`), the key's words enter the
+    program with nothing to look up; `watch` looks at a new generator or key.
+    """
+
+    __slots__ = ("position", "codec", "output", "seen")
+
+    def __init__(self, position: int, codec: Any, output: int | None) -> None:
+        self.position = position
+        """Its position among the program's inputs."""
+        self.codec = codec
+        self.output = output
+        """The program output that advances it, if one does."""
+        self.seen: tuple[Any, Callable[[], HeldKey | None], HeldKey | None] = (None, _holds_nothing, None)
+        """The generator last seen, the reader of the key it holds, and that key (one tuple: set at once)."""
+
+    def watch(self, host: Any) -> HeldKey | None:
+        """Watch ``host``, the generator now in the cell: the key it holds, if one of this input's codec."""
+        current = held_key_reader(host)
+        held = None if current is None else current()
+        if held is None or held.codec is not self.codec:
+            self.seen = (None, _holds_nothing, None)
+            return None
+        self.seen = (host, current, held)
+        return held
+
+
+def _holds_nothing() -> None:
+    return None
 
 
 class ExactCall:
     """A `DirectCall` for arguments exactly like those its program was traced for.
 
     Build it with `ExactCall.of` after a call has run. A call returns
-    ``None``, having done nothing, when an argument or a shared value is not
+    `NOT_EXACT`, having done nothing, when an argument or a shared value is not
     of the kind, dtype and shape it was (or a shared generator is not a keyed
     one, or two shared variables hold one generator), and the general path
     takes over. Otherwise the outputs are copied into numpy, each shared
@@ -126,17 +176,21 @@ class ExactCall:
     def __init__(
         self,
         direct: DirectCall,
+        returning: Returning,
         program: Callable[..., Any],
-        expected: list[ExpectedArgument],
+        accepted: list[tuple[Signature, ...]],
         array_shapes: list[tuple[int, Any]],
         keys: list[SharedKey],
         decoders: list[Callable[[Any], Any]] | None,
         updates: list[tuple[int, list[Any], Callable[[Any], Any]]],
     ) -> None:
         self._program = program
+        self._arity = direct.arity
         self._n_returned = direct.n_returned
+        self._returning = returning
+        self._bare_array = decoders is None and direct.n_returned == 1 and returning == _ONE_OUTPUT_BARE
         self._shared = direct.shared
-        self._expected = expected
+        self._accepted = accepted
         self._array_shapes = array_shapes
         self._keys = keys
         self._advancing = [key.output for key in keys if key.output is not None]
@@ -144,8 +198,10 @@ class ExactCall:
         self._updates = updates
 
     @classmethod
-    def of(cls, direct: DirectCall, arguments: Sequence[Any]) -> ExactCall | None:
+    def of(cls, direct: DirectCall, arguments: Sequence[Any], returning: Returning) -> ExactCall | None:
         """The exact call of ``direct`` after a call with the filtered ``arguments`` ran, if it has one.
+
+        Its calls return their outputs as ``returning`` says.
 
         It has none when an explicit input's filter does more than convert
         and check (`filter_checks_isfinite`), or a value crosses the
@@ -154,8 +210,8 @@ class ExactCall:
         shortcut = direct.call.program.shortcut()
         if shortcut is None or not all(map(_only_converts, direct.explicit)):
             return None
-        expected = [_expected(c, a) for c, a in zip(direct.explicit, arguments)]
-        if None in expected or any(e.shape != s for e, s in zip(expected, shortcut.shapes)):  # type: ignore[union-attr]
+        accepted = [_accepted(c, a) for c, a in zip(direct.explicit, arguments)]
+        if None in accepted or any(a.shape != s for a, s in zip(arguments, shortcut.shapes)):
             return None
         advanced_by = {position: out for out, position, _ in direct.call.in_place}
         shared = _shared_inputs(direct, shortcut, advanced_by)
@@ -164,50 +220,65 @@ class ExactCall:
             return None
         returned = direct.call.program.output_cells[: direct.n_returned]
         decoders = None if all(map(_is_numpy_array, returned)) else [_exact_decoder(cell) for cell in returned]
-        return cls(direct, shortcut.program, expected, *shared, decoders, updates)  # type: ignore[arg-type]
+        return cls(direct, returning, shortcut.program, accepted, *shared, decoders, updates)  # type: ignore[arg-type]
 
-    def __call__(self, args: Sequence[Any]) -> list[Any] | None:
-        """The outputs for ``args``, after storing the updates; ``None`` if the general path must take them."""
-        for arg, (kinds, dtype, shape) in zip(args, self._expected):
-            if type(arg) not in kinds or arg.dtype != dtype or arg.shape != shape or not arg.flags.aligned:
-                return None
-        values = args
+    def __call__(self, args: Sequence[Any]) -> Any:
+        """What the function returns for ``args``, after storing the updates; `NOT_EXACT` for the general path."""
+        if len(args) != self._arity:
+            return NOT_EXACT
+        try:
+            for arg, accepted in zip(args, self._accepted):
+                if (type(arg), arg.dtype, arg.shape, arg.flags.aligned) not in accepted:
+                    return NOT_EXACT
+        except AttributeError:  # not a numpy value
+            return NOT_EXACT
         if self._shared:
-            entering = self._with_shared(args)
-            if entering is None:
-                return None
-            values, slots = entering
-        results = self._program(*values)
-        if self._decoders is None:
-            outputs = list(map(np.array, results[: self._n_returned]))
-        else:
-            outputs = [decode(r) for decode, r in zip(self._decoders, results)]
-        if self._shared:
-            self._store_updates(results, slots)
-        return outputs
+            return self._call_with_shared(args)
+        results = self._program(*args)
+        if self._bare_array:
+            return np.array(results[0])
+        return self._returning.value(self._outputs(results))
 
-    def _with_shared(self, args: Sequence[Any]) -> tuple[list[Any], list[list[Any]]] | None:
-        """The values the program takes (``args``, then the shared values) and the key slots to advance.
-
-        ``None`` if a shared array changed its shape, a shared generator
-        holds no key of its codec (set by the user, or read since), or two
-        shared variables hold one generator.
-        """
+    def _call_with_shared(self, args: Sequence[Any]) -> Any:
+        """The call for checked ``args`` of a function with shared variables."""
         values = [*args, *map(_HELD_VALUE, self._shared)]
         for position, shape in self._array_shapes:
             if values[position].shape != shape:
-                return None
-        slots = []
-        for position, codec, output in self._keys:
-            held = held_key(values[position])
-            if held is None or held.codec is not codec:
-                return None
-            values[position] = held.slot[0]
-            if output is not None:
-                slots.append(held.slot)
-        if len(slots) > 1 and len(set(map(id, slots))) < len(slots):
+                return NOT_EXACT
+        slots = self._enter_keys(values)
+        if slots is None:
+            return NOT_EXACT
+        results = self._program(*values)
+        outputs = self._outputs(results)
+        self._store_updates(results, slots)
+        return self._returning.value(outputs)
+
+    def _enter_keys(self, values: list[Any]) -> list[list[Any]] | None:
+        """Replace each shared generator in ``values`` by the words of its key; the slots of the keys to advance.
+
+        ``None`` if one holds no key of its codec (set by the user, or read
+        since), or two shared variables hold one generator.
+        """
+        slots, watched = [], False
+        for key in self._keys:
+            host = values[key.position]
+            seen_host, current, held = key.seen
+            if host is not seen_host or current() is not held:
+                held, watched = key.watch(host), True
+                if held is None:
+                    return None
+            values[key.position] = held.slot[0]  # type: ignore[union-attr]
+            if key.output is not None:
+                slots.append(held.slot)  # type: ignore[union-attr]
+        if watched and len({id(key.seen[0]) for key in self._keys}) < len(self._keys):
             return None
-        return values, slots
+        return slots
+
+    def _outputs(self, results: Sequence[Any]) -> list[Any]:
+        """The returned outputs among the program's ``results``, as host values."""
+        if self._decoders is None:
+            return [np.array(r) for r in results[: self._n_returned]]
+        return [decode(r) for decode, r in zip(self._decoders, results)]
 
     def _store_updates(self, results: Sequence[Any], slots: list[list[Any]]) -> None:
         """Store the updates: each array's through its filter, then each advanced key into its generator's slot."""
@@ -254,15 +325,18 @@ def _only_converts(container: Any) -> bool:
     return isinstance(container.type, TensorType) and not container.type.filter_checks_isfinite
 
 
-def _expected(container: Any, argument: Any) -> ExpectedArgument | None:
-    """What an `ExactCall` takes for an explicit input, from the filtered argument of a call that ran."""
+def _accepted(container: Any, argument: Any) -> tuple[Signature, ...] | None:
+    """The signatures an `ExactCall` takes for an explicit input, from the filtered argument of a call that ran."""
     if type(argument) is not np.ndarray:
         return None
-    kinds: tuple[type, ...] = (np.ndarray,)
+    dtype, shape = argument.dtype, argument.shape
+    accepted: tuple[Signature, ...] = ((np.ndarray, dtype, shape, True),)
     if argument.ndim == 0 and not container.strict:
-        kinds += (argument.dtype.type,)  # the filter would make it this 0-d array; JAX takes it as is
-    return ExpectedArgument(kinds, argument.dtype, argument.shape)
+        accepted += ((dtype.type, dtype, shape, True),)  # the filter would make it this 0-d array; JAX takes it as is
+    return accepted
 
+
+_ONE_OUTPUT_BARE = Returning(return_none=False, unpack_single=True, output_keys=None)
 
 _HELD_VALUE = itemgetter(0)
 """The value a storage cell holds."""

@@ -28,7 +28,7 @@ from typing import Any
 from aesara import config
 from aesara.compile.function.types import Function, FunctionMaker
 
-from aejax.linker.direct_call import DirectCall
+from aejax.linker.direct_call import NOT_EXACT, DirectCall, Returning
 
 
 class AejaxFunction(Function):
@@ -43,22 +43,19 @@ class AejaxFunction(Function):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         direct = self._direct
-        if direct is None or kwargs or self.profile or len(args) != direct.arity:
+        if direct is None or kwargs or self.profile:
             return super().__call__(*args, **kwargs)
         try:
             exact = direct.exact
-            outputs = None if exact is None else exact(args)
-            if outputs is None:
-                outputs = direct(args, self.trust_input)
+            if exact is not None:
+                returned = exact(args)
+                if returned is not NOT_EXACT:
+                    return returned
+            if len(args) == direct.arity:
+                return direct(args, Returning.of(self), self.trust_input)
         except Exception:
             return super().__call__(*args)  # nothing was stored: Aesara's path raises with its own messages
-        if self.return_none:
-            return None
-        if self.unpack_single and len(outputs) == 1:
-            return outputs[0]
-        if self.output_keys is not None:
-            return dict(zip(self.output_keys, outputs))
-        return outputs
+        return super().__call__(*args)
 
 
 class AejaxFunctionMaker(FunctionMaker):

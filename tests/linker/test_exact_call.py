@@ -27,7 +27,10 @@ def _warm_pair(inputs, outputs, warm_args, **kwargs):
 
 def _assert_same(expected, got):
     assert type(expected) is type(got)
-    if isinstance(expected, list):
+    if isinstance(expected, dict):
+        assert sorted(expected) == sorted(got)
+        _assert_same([expected[k] for k in sorted(expected)], [got[k] for k in sorted(expected)])
+    elif isinstance(expected, list):
         assert len(expected) == len(got)
         for e, g in zip(expected, got):
             _assert_same(e, g)
@@ -62,6 +65,26 @@ def test_arguments_unlike_the_first_give_what_aesara_gives(args):
     x, s = at.dvector("x"), at.dscalar("s")
     reference, ours = _warm_pair([x, s], x * s, (np.zeros(3), np.float64(1.0)))
     _assert_same(reference(*args), ours(*args))
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [lambda x: x * 2, lambda x: [x * 2, x.sum()], lambda x: {"twice": x * 2, "sum": x.sum()}, lambda x: [x * 2]],
+    ids=["single", "list", "dict", "list of one"],
+)
+def test_the_exact_call_returns_outputs_as_aesara_returns_them(outputs):
+    x = at.dvector("x")
+    reference, ours = _warm_pair([x], outputs(x), (np.zeros(3),))
+    assert isinstance(ours._direct.exact, ExactCall)
+    _assert_same(reference(np.arange(3.0)), ours(np.arange(3.0)))
+
+
+def test_a_copied_function_returns_outputs_as_aesaras_copy():
+    x = at.dvector("x")
+    copies = [f.copy() for f in _warm_pair([x], [x * 2], (np.zeros(3),))]
+    for f in copies:
+        f(np.zeros(3))
+    _assert_same(copies[0](np.arange(3.0)), copies[1](np.arange(3.0)))
 
 
 def test_an_unaligned_array_raises_aesaras_error():
@@ -129,6 +152,20 @@ def test_a_generator_set_by_the_user_is_used_then_advanced():
     rng.set_value(np.random.default_rng(123))
     assert np.array_equal(after_set, f())
     assert not np.array_equal(after_set, f())
+
+
+def test_a_generator_drawn_from_in_numpy_between_calls_continues_from_its_new_state():
+    def second_draw(numpy_draws):
+        srng = RandomStream(11)
+        draw = srng.normal(size=4)
+        f = aesara.function([], draw, updates=srng.updates(), mode=aejax.linker.mode)
+        f(), f()
+        generator = srng.state_updates[0][0].get_value(borrow=True)
+        generator.normal(size=numpy_draws)  # advances the generator the shared variable holds
+        return f()
+
+    assert not np.array_equal(second_draw(0), second_draw(5))
+    np.testing.assert_array_equal(second_draw(5), second_draw(5))
 
 
 def test_two_shared_variables_holding_one_generator_advance_as_in_the_general_path():
