@@ -45,6 +45,7 @@ class Returning(NamedTuple):
 
     @classmethod
     def of(cls, function: Function) -> Returning:
+        """How ``function`` returns its outputs now (`Function.copy` sets ``unpack_single`` after building)."""
         return cls(function.return_none, function.unpack_single, function.output_keys)
 
     def value(self, outputs: list[Any]) -> Any:
