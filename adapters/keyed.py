@@ -108,11 +108,15 @@ def hold_key(host: Any, codec: KeyEmbedding, words: Any) -> None:
         fields[_HELD] = HeldKey(codec, [words])
 
 
+def _fields(host: Any) -> dict[str, Any] | None:
+    """The attribute dict of ``host`` if it is a keyed generator, read without settling it."""
+    return object.__getattribute__(host, "__dict__") if isinstance(host, _HoldsKey) else None
+
+
 def held_key(host: Any) -> HeldKey | None:
     """The key ``host`` holds unsettled, if it is a keyed generator that holds one."""
-    if not isinstance(host, _HoldsKey):
-        return None
-    return object.__getattribute__(host, "__dict__").get(_HELD)
+    fields = _fields(host)
+    return None if fields is None else fields.get(_HELD)
 
 
 def held_key_reader(host: Any) -> Callable[[], HeldKey | None] | None:
@@ -121,13 +125,11 @@ def held_key_reader(host: Any) -> Callable[[], HeldKey | None] | None:
     Calling it runs no Python code: for callers that read one generator's key
     call after call.
     """
-    if not isinstance(host, _HoldsKey):
-        return None
-    return partial(object.__getattribute__(host, "__dict__").get, _HELD)
+    fields = _fields(host)
+    return None if fields is None else partial(fields.get, _HELD)
 
 
 def settled_key(host: Any) -> SettledKey | None:
     """The state and words of the key ``host`` last settled, if it is a keyed generator."""
-    if not isinstance(host, _HoldsKey):
-        return None
-    return object.__getattribute__(host, "__dict__").get(_SETTLED)
+    fields = _fields(host)
+    return None if fields is None else fields.get(_SETTLED)

@@ -144,7 +144,7 @@ class SharedKey:
         self.codec = codec
         self.output = output
         """The program output that advances it, if one does."""
-        self.seen: tuple[Any, Callable[[], HeldKey | None], HeldKey | None] = (None, _holds_nothing, None)
+        self.seen: tuple[Any, Callable[[], HeldKey | None], HeldKey | None] = _NOTHING_SEEN
         """The generator last seen, the reader of the key it holds, and that key (one tuple: set at once)."""
 
     def watch(self, host: Any) -> HeldKey | None:
@@ -152,7 +152,7 @@ class SharedKey:
         current = held_key_reader(host)
         held = None if current is None else current()
         if held is None or held.codec is not self.codec:
-            self.seen = (None, _holds_nothing, None)
+            self.seen = _NOTHING_SEEN
             return None
         self.seen = (host, current, held)
         return held
@@ -160,6 +160,10 @@ class SharedKey:
 
 def _holds_nothing() -> None:
     return None
+
+
+_NOTHING_SEEN = (None, _holds_nothing, None)
+"""`SharedKey.seen` before a generator holding a key of its codec is seen."""
 
 
 class ExactCall:
