@@ -29,6 +29,7 @@ from aesara.tensor.type import TensorType
 
 from aejax.adapters.keyed import HeldKey, held_key_reader
 from aejax.linker.linker import BoundaryValue, HostCall, KeyBoundaryValue
+from aejax.linker.packing import unpacked
 from aejax.linker.static_inputs import Shortcut
 
 
@@ -169,7 +170,7 @@ _NOTHING_SEEN = (None, _holds_nothing, None)
 class ExactCall:
     """A `DirectCall` for arguments exactly like those its program was traced for.
 
-    Build it with `ExactCall.of` after a call has run. A call returns
+    Build it with `ExactCall.of` after a call has run. Its `run` returns
     `NOT_EXACT`, having done nothing, when an argument or a shared value is not
     of the kind, dtype and shape it was (or a shared generator is not a keyed
     one, or two shared variables hold one generator), and the general path
@@ -224,11 +225,16 @@ class ExactCall:
         if shared is None or updates is None:
             return None
         returned = direct.call.program.output_cells[: direct.n_returned]
-        decoders = None if all(map(_is_numpy_array, returned)) else [_exact_decoder(cell) for cell in returned]
+        plain = all(cell.crosses_as_array for cell in returned)
+        decoders = None if plain else [_exact_decoder(cell) for cell in returned]
         return cls(direct, returning, shortcut.program, accepted, *shared, decoders, updates)  # type: ignore[arg-type]
 
-    def __call__(self, args: Sequence[Any]) -> Any:
-        """What the function returns for ``args``, after storing the updates; `NOT_EXACT` for the general path."""
+    def run(self, args: Sequence[Any]) -> Any:
+        """What the function returns for ``args``, after storing the updates; `NOT_EXACT` for the general path.
+
+        A method rather than ``__call__``: calling a method costs the caller
+        less than calling an instance, which goes through the type's call slot.
+        """
         if len(args) != self._arity:
             return NOT_EXACT
         try:
@@ -240,9 +246,9 @@ class ExactCall:
         if self._shared:
             return self._call_with_shared(args)
         results = self._program(*args)
-        if self._bare_array:
+        if self._bare_array:  # one output: never packed
             return np.array(results[0])
-        return self._returning.value(self._outputs(results))
+        return self._returning.value(self._outputs(unpacked(results)))
 
     def _call_with_shared(self, args: Sequence[Any]) -> Any:
         """The call for checked ``args`` of a function with shared variables."""
@@ -253,7 +259,7 @@ class ExactCall:
         slots = self._enter_keys(values)
         if slots is None:
             return NOT_EXACT
-        results = self._program(*values)
+        results = unpacked(self._program(*values))
         outputs = self._outputs(results)
         self._store_updates(results, slots)
         return self._returning.value(outputs)
@@ -280,10 +286,14 @@ class ExactCall:
         return slots
 
     def _outputs(self, results: Sequence[Any]) -> list[Any]:
-        """The returned outputs among the program's ``results``, as host values."""
+        """The returned outputs among the program's unpacked ``results``, as host values.
+
+        A numpy array among them is a packed output's view of its buffer's
+        own copy (`aejax.linker.packing`), already what the caller gets.
+        """
         if self._decoders is None:
-            return [np.array(r) for r in results[: self._n_returned]]
-        return [decode(r) for decode, r in zip(self._decoders, results)]
+            return [r if type(r) is np.ndarray else np.array(r) for r in results[: self._n_returned]]
+        return [r if type(r) is np.ndarray else decode(r) for decode, r in zip(self._decoders, results)]
 
     def _store_updates(self, results: Sequence[Any], slots: list[list[Any]]) -> None:
         """Store the updates: each array's through its filter, then each advanced key into its generator's slot."""
@@ -305,7 +315,7 @@ def _shared_inputs(
     for position, cell in enumerate(direct.call.program.input_cells[direct.arity :], start=direct.arity):
         if isinstance(cell, KeyBoundaryValue):
             keys.append(SharedKey(position, cell.codec, advanced_by.get(position)))
-        elif _is_numpy_array(cell):
+        elif cell.crosses_as_array:
             array_shapes.append((position, shortcut.shapes[position]))
         else:
             return None
@@ -322,7 +332,7 @@ def _array_updates(
         for out, (cell, keep) in enumerate(direct.updated, start=direct.n_returned)
         if out not in advanced
     ]
-    return updates if all(_is_numpy_array(outputs[out]) for out, _, _ in updates) else None
+    return updates if all(outputs[out].crosses_as_array for out, _, _ in updates) else None
 
 
 def _only_converts(container: Any) -> bool:
@@ -348,16 +358,8 @@ _HELD_VALUE = itemgetter(0)
 
 
 def _exact_decoder(cell: BoundaryValue) -> Callable[[Any], Any]:
-    return np.array if _is_numpy_array(cell) else cell.decode
-
-
-def _is_numpy_array(cell: BoundaryValue) -> bool:
-    """Whether a boundary cell's host value is a numpy array that crosses as it is.
-
-    Its output is then decoded by copying it into numpy: its dtype and rank
-    were checked when a call first decoded it.
-    """
-    return cell.passes_through and isinstance(cell.variable.type, TensorType)
+    """How the exact call decodes an output: a numpy array's by copying it (its dtype and rank were checked)."""
+    return np.array if cell.crosses_as_array else cell.decode
 
 
 def argument_filter(container: Any) -> Callable[[Any], Any]:

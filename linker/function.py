@@ -48,7 +48,7 @@ class AejaxFunction(Function):
         try:
             exact = direct.exact
             if exact is not None:
-                returned = exact(args)
+                returned = exact.run(args)
                 if returned is not NOT_EXACT:
                     return returned
             if len(args) == direct.arity:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import jax
 from aesara.graph.basic import Variable
 from aesara.link.basic import JITLinker
+from aesara.tensor.type import TensorType
 
 from aejax.adapters import CodecError, KeyPayloadSpec, StateCodec, codec_for
 from aejax.linker.dispatch import jax_funcify
@@ -44,6 +45,11 @@ class BoundaryValue:
         self._encode = codec.encode
         self._decode = codec.decode
         self.passes_through = bool(getattr(codec, "host_is_backend", False))
+
+    @property
+    def crosses_as_array(self) -> bool:
+        """Whether its host value is a numpy array (of a `TensorType`) that crosses the boundary as it is."""
+        return self.passes_through and isinstance(self._type, TensorType)
 
     def encode(self, host_value: Any) -> Any:
         """A host value of this cell in boundary form."""

@@ -27,6 +27,7 @@ from aesara.graph.basic import Apply, Constant, Variable
 
 from aejax.linker.errors import LoweringError
 from aejax.linker.lowering import LoweredGraph, Step, lookup
+from aejax.linker.packing import PackedResults, packed, unpacked
 from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, trimmed
 from aejax.linker.static_inputs import Shortcut, StaticInputProgram
 
@@ -39,6 +40,10 @@ class Boundary(Protocol):
 
     def leave(self, value: Any) -> Any:
         """The value inside the traced function -> boundary form."""
+
+    @property
+    def crosses_as_array(self) -> bool:
+        """Whether its value is a numpy array outside the program and a JAX array inside it."""
 
 
 @dataclass
@@ -120,12 +125,13 @@ class GraphProgram:
             return None
         return segments[0].program.shortcut
 
-    def __call__(self, *args: Any) -> tuple[Any, ...]:
+    def __call__(self, *args: Any) -> Sequence[Any]:
+        """The outputs for ``args``, each in boundary form (a packed output as a numpy view: `aejax.linker.packing`)."""
         while True:
             plan = self.plan
             try:
                 if len(plan.segments) == 1:
-                    results = plan.segments[0].program(*args)
+                    results = unpacked(plan.segments[0].program(*args))
                     return tuple(map(on_host, results)) if self._ragged_outputs else results
                 return self._run_segments(plan, args)
             except NeedsSplit as split:
@@ -170,11 +176,13 @@ class GraphProgram:
         entries = self.input_cells
         exits = self.output_cells
 
-        def boundary_fn(*values: Any) -> tuple[Any, ...]:
+        def boundary_fn(*values: Any) -> tuple[Any, ...] | PackedResults:
             results = inner(*[e.enter(v) for e, v in zip(entries, values)])
-            if any(isinstance(r, RUN_TIME_LENGTH) for r in results):
+            ragged = [isinstance(r, RUN_TIME_LENGTH) for r in results]
+            if any(ragged):
                 self._ragged_outputs = True
-            return tuple(r if isinstance(r, RUN_TIME_LENGTH) else x.leave(r) for x, r in zip(exits, results))
+            left = tuple(r if run_time else x.leave(r) for x, r, run_time in zip(exits, results, ragged))
+            return packed(left, [x.crosses_as_array and not run_time for x, run_time in zip(exits, ragged)])
 
         return Segment(self.inputs, self.outputs, StaticInputProgram(self.inputs, boundary_fn))
 
