@@ -43,7 +43,9 @@ class PackedResults:
 
     __slots__ = ("buffers", "others", "layout")
 
-    def __init__(self, buffers: tuple[Any, ...], others: tuple[Any, ...], layout: tuple[tuple[Piece, ...], ...]):
+    def __init__(
+        self, buffers: tuple[Any, ...], others: tuple[Any, ...], layout: tuple[tuple[Piece, ...], ...]
+    ) -> None:
         self.buffers = buffers
         self.others = others
         self.layout = layout

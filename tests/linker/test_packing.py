@@ -9,6 +9,7 @@ import aesara
 import aesara.tensor as at
 import numpy as np
 import pytest
+from aesara.scan.utils import until
 
 import aejax.linker
 from aejax.linker.packing import PACKED_SIZE, PackedResults
@@ -81,3 +82,17 @@ def test_a_packed_shared_update_is_stored_apart_from_the_returned_outputs(borrow
             returned[:] = 1e6  # must not reach the shared value
         np.testing.assert_allclose(states[1].get_value(), states[0].get_value())
     assert _packed_positions(functions[1], (value, states[1].get_value())) == {0, 1, 2}
+
+
+def test_small_outputs_beside_a_trace_of_run_time_length():
+    x0, a = at.dscalar("x0"), at.dscalar("a")
+
+    def step(x, a):
+        new = 0.5 * (x + a / x)
+        return new, until(abs(new - x) < 1e-10)
+
+    trace, _ = aesara.scan(step, outputs_info=x0, non_sequences=a, n_steps=100)
+    outputs = [trace, trace[-1], a * 2, at.stack([x0, a])]
+    reference, ours = _pair([x0, a], outputs)
+    for a_value in (2.0, 1e6, 9.0):
+        _assert_same_outputs(reference(1.0, a_value), ours(1.0, a_value))
