@@ -19,7 +19,6 @@ generator and key it last saw there (`SharedKey`).
 
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -125,8 +124,18 @@ class DirectCall:
         return outputs[:n]
 
 
-Signature = tuple[type, np.dtype, tuple[int, ...], bool]
-"""What an `ExactCall` compares of an argument: its type, dtype, shape and whether it is aligned."""
+class ArgumentKind(NamedTuple):
+    """The arguments an `ExactCall` takes at one position: of these classes, this dtype and shape, aligned.
+
+    The dtype is compared by identity: numpy keeps one object per built-in
+    dtype, so an argument with an equal but distinct one only takes the
+    general path.
+    """
+
+    position: int
+    classes: tuple[type, ...]
+    dtype: np.dtype
+    shape: tuple[int, ...]
 
 
 class SharedKey:
@@ -184,7 +193,7 @@ class ExactCall:
         direct: DirectCall,
         returning: Returning,
         program: Callable[..., Any],
-        accepted: list[tuple[Signature, ...]],
+        kinds: list[ArgumentKind],
         array_shapes: list[tuple[int, Any]],
         keys: list[SharedKey],
         decoders: list[Callable[[Any], Any]] | None,
@@ -196,10 +205,9 @@ class ExactCall:
         self._returning = returning
         self._bare_array = decoders is None and direct.n_returned == 1 and returning == _ONE_OUTPUT_BARE
         self._shared = direct.shared
-        self._accepted = accepted
+        self._kinds = kinds
         self._array_shapes = array_shapes
         self._keys = keys
-        self._advancing = [key.output for key in keys if key.output is not None]
         self._decoders = decoders
         self._updates = updates
 
@@ -216,8 +224,8 @@ class ExactCall:
         shortcut = direct.call.program.shortcut()
         if shortcut is None or not all(map(_only_converts, direct.explicit)):
             return None
-        accepted = [_accepted(c, a) for c, a in zip(direct.explicit, arguments)]
-        if None in accepted or any(a.shape != s for a, s in zip(arguments, shortcut.shapes)):
+        kinds = [_argument_kind(p, c, a) for p, (c, a) in enumerate(zip(direct.explicit, arguments))]
+        if None in kinds or any(a.shape != s for a, s in zip(arguments, shortcut.shapes)):
             return None
         advanced_by = {position: out for out, position, _ in direct.call.in_place}
         shared = _shared_inputs(direct, shortcut, advanced_by)
@@ -227,7 +235,7 @@ class ExactCall:
         returned = direct.call.program.output_cells[: direct.n_returned]
         plain = all(cell.crosses_as_array for cell in returned)
         decoders = None if plain else [_exact_decoder(cell) for cell in returned]
-        return cls(direct, returning, shortcut.program, accepted, *shared, decoders, updates)  # type: ignore[arg-type]
+        return cls(direct, returning, shortcut.program, kinds, *shared, decoders, updates)  # type: ignore[arg-type]
 
     def run(self, args: Sequence[Any]) -> Any:
         """What the function returns for ``args``, after storing the updates; `NOT_EXACT` for the general path.
@@ -237,12 +245,10 @@ class ExactCall:
         """
         if len(args) != self._arity:
             return NOT_EXACT
-        try:
-            for arg, accepted in zip(args, self._accepted):
-                if (type(arg), arg.dtype, arg.shape, arg.flags.aligned) not in accepted:
-                    return NOT_EXACT
-        except AttributeError:  # not a numpy value
-            return NOT_EXACT
+        for position, classes, dtype, shape in self._kinds:  # no zip: it costs more than the checks
+            arg = args[position]
+            if type(arg) not in classes or arg.dtype is not dtype or arg.shape != shape or not arg.flags.aligned:
+                return NOT_EXACT
         if self._shared:
             return self._call_with_shared(args)
         results = self._program(*args)
@@ -252,25 +258,28 @@ class ExactCall:
 
     def _call_with_shared(self, args: Sequence[Any]) -> Any:
         """The call for checked ``args`` of a function with shared variables."""
-        values = [*args, *map(_HELD_VALUE, self._shared)]
+        values = list(args)
+        for cell in self._shared:
+            values.append(cell[0])
         for position, shape in self._array_shapes:
             if values[position].shape != shape:
                 return NOT_EXACT
-        slots = self._enter_keys(values)
-        if slots is None:
+        advancing = self._enter_keys(values)
+        if advancing is None:
             return NOT_EXACT
         results = unpacked(self._program(*values))
         outputs = self._outputs(results)
-        self._store_updates(results, slots)
+        self._store_updates(results, advancing)
         return self._returning.value(outputs)
 
-    def _enter_keys(self, values: list[Any]) -> list[list[Any]] | None:
-        """Replace each shared generator in ``values`` by the words of its key; the slots of the keys to advance.
+    def _enter_keys(self, values: list[Any]) -> list[tuple[list[Any], int]] | None:
+        """Replace each shared generator in ``values`` by the words of its key.
 
-        ``None`` if one holds no key of its codec (set by the user, or read
-        since), or two shared variables hold one generator.
+        Returns the slot of each key to advance, with the output advancing
+        it; ``None`` if a generator holds no key of its codec (set by the
+        user, or read since), or two shared variables hold one generator.
         """
-        slots, watched = [], False
+        advancing, watched = [], False
         for key in self._keys:
             host = values[key.position]
             seen_host, current, held = key.seen
@@ -280,10 +289,10 @@ class ExactCall:
                     return None
             values[key.position] = held.slot[0]  # type: ignore[union-attr]
             if key.output is not None:
-                slots.append(held.slot)  # type: ignore[union-attr]
+                advancing.append((held.slot, key.output))  # type: ignore[union-attr]
         if watched and len({id(key.seen[0]) for key in self._keys}) < len(self._keys):
             return None
-        return slots
+        return advancing
 
     def _outputs(self, results: Sequence[Any]) -> list[Any]:
         """The returned outputs among the program's unpacked ``results``, as host values.
@@ -292,13 +301,16 @@ class ExactCall:
         own copy (`aejax.linker.packing`), already what the caller gets.
         """
         if self._decoders is None:
-            return [r if type(r) is np.ndarray else np.array(r) for r in results[: self._n_returned]]
+            outputs = []
+            for r in results[: self._n_returned]:  # a loop: a comprehension is one more function call (Python 3.11)
+                outputs.append(r if type(r) is np.ndarray else np.array(r))
+            return outputs
         return [r if type(r) is np.ndarray else decode(r) for decode, r in zip(self._decoders, results)]
 
-    def _store_updates(self, results: Sequence[Any], slots: list[list[Any]]) -> None:
+    def _store_updates(self, results: Sequence[Any], advancing: list[tuple[list[Any], int]]) -> None:
         """Store the updates: each array's through its filter, then each advanced key into its generator's slot."""
         updates = [(cell, keep(np.array(results[out]))) for out, cell, keep in self._updates] if self._updates else ()
-        for slot, out in zip(slots, self._advancing):
+        for slot, out in advancing:
             slot[0] = results[out]
         for cell, value in updates:
             cell[0] = value
@@ -340,21 +352,18 @@ def _only_converts(container: Any) -> bool:
     return isinstance(container.type, TensorType) and not container.type.filter_checks_isfinite
 
 
-def _accepted(container: Any, argument: Any) -> tuple[Signature, ...] | None:
-    """The signatures an `ExactCall` takes for an explicit input, from the filtered argument of a call that ran."""
-    if type(argument) is not np.ndarray:
+def _argument_kind(position: int, container: Any, argument: Any) -> ArgumentKind | None:
+    """The arguments an `ExactCall` takes for the explicit input at ``position``, from the filtered argument of a call that ran."""
+    dtype = container.type.numpy_dtype
+    if type(argument) is not np.ndarray or argument.dtype != dtype:
         return None
-    dtype, shape = argument.dtype, argument.shape
-    accepted: tuple[Signature, ...] = ((np.ndarray, dtype, shape, True),)
+    classes: tuple[type, ...] = (np.ndarray,)
     if argument.ndim == 0 and not container.strict:
-        accepted += ((dtype.type, dtype, shape, True),)  # the filter would make it this 0-d array; JAX takes it as is
-    return accepted
+        classes += (dtype.type,)  # the filter would make it a 0-d array; JAX takes the scalar as it is
+    return ArgumentKind(position, classes, dtype, argument.shape)
 
 
 _ONE_OUTPUT_BARE = Returning(return_none=False, unpack_single=True, output_keys=None)
-
-_HELD_VALUE = itemgetter(0)
-"""The value a storage cell holds."""
 
 
 def _exact_decoder(cell: BoundaryValue) -> Callable[[Any], Any]:

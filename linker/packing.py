@@ -14,6 +14,7 @@ fixed per compiled program and travels with every call's results.
 
 from __future__ import annotations
 
+from types import EllipsisType
 from typing import Any, NamedTuple, Sequence
 
 import jax
@@ -25,12 +26,16 @@ PACKED_SIZE = 1024
 
 
 class Piece(NamedTuple):
-    """Where one packed output lies in its buffer."""
+    """Where one packed output lies in its buffer, as the index of its view and the shape the view takes.
+
+    A 0-d output's index is ``(start, ...)``, which views one element as a
+    0-d array; a 1-d output's view is its slice as it is (``shape`` is
+    ``None``). Only other ranks pay for a reshape.
+    """
 
     output: int
-    start: int
-    stop: int
-    shape: tuple[int, ...]
+    index: slice | tuple[int, EllipsisType]
+    shape: tuple[int, ...] | None
 
 
 class PackedResults:
@@ -55,8 +60,9 @@ class PackedResults:
         values = list(self.others)
         for buffer, pieces in zip(self.buffers, self.layout):
             host = np.array(buffer)
-            for output, start, stop, shape in pieces:
-                values[output] = host[start:stop].reshape(shape)
+            for output, index, shape in pieces:
+                view = host[index]
+                values[output] = view if shape is None else view.reshape(shape)
         return values
 
 
@@ -94,7 +100,11 @@ def unpacked(results: tuple[Any, ...] | PackedResults) -> Sequence[Any]:
 def _pieces(results: tuple[Any, ...], positions: list[int]) -> tuple[Piece, ...]:
     pieces, start = [], 0
     for position in positions:
+        shape = tuple(results[position].shape)
         stop = start + results[position].size
-        pieces.append(Piece(position, start, stop, tuple(results[position].shape)))
+        if not shape:
+            pieces.append(Piece(position, (start, ...), None))
+        else:
+            pieces.append(Piece(position, slice(start, stop), None if len(shape) == 1 else shape))
         start = stop
     return tuple(pieces)

@@ -58,8 +58,10 @@ def test_a_call_like_the_first_takes_the_exact_call(monkeypatch):
         ([1.0, 2.0, 3.0], 2.0),
         (np.arange(3.0), np.array(2.0)),
         (np.arange(3.0), 2),
+        (np.arange(3.0).astype(">f8"), 2.0),
+        (np.arange(3.0).astype(np.dtype("f8", metadata={"unit": "m"})), 2.0),
     ],
-    ids=["new shape", "int32 array", "strided", "list", "0-d array", "python int"],
+    ids=["new shape", "int32 array", "strided", "list", "0-d array", "python int", "big-endian", "dtype with metadata"],
 )
 def test_arguments_unlike_the_first_give_what_aesara_gives(args):
     x, s = at.dvector("x"), at.dscalar("s")
