@@ -353,7 +353,7 @@ def _only_converts(container: Any) -> bool:
 
 
 def _argument_kind(position: int, container: Any, argument: Any) -> ArgumentKind | None:
-    """The arguments an `ExactCall` takes for the explicit input at ``position``, from the filtered argument of a call that ran."""
+    """The arguments an `ExactCall` takes for the explicit input at ``position``, from a call's filtered ``argument``."""
     dtype = container.type.numpy_dtype
     if type(argument) is not np.ndarray or argument.dtype != dtype:
         return None
