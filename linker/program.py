@@ -12,14 +12,17 @@ such a value enters the next program *bucketed*: its rows padded to the next
 power of two, as a `Masked` value whose mask holds on the first ``length``
 rows. Nodes that work row by row (`aejax.linker.masked`) take it as it is;
 if another node needs it, the value enters cut to its exact length instead
-(one program per length, bounded by the program cache).
+(one program per length, bounded by the program cache). Values that one
+mask selected in a program (``x[nonzero(m)]`` and ``log(x[nonzero(m)])``)
+enter the next one sharing one mask again, or all cut to their exact
+length (`MaskGroups`), so nodes there may still combine them.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Hashable, Protocol, Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -111,6 +114,7 @@ class GraphProgram:
         self._entry_of = dict(zip(self.inputs, entries))
         self._lock = threading.Lock()
         self._ragged_outputs = False  # set while tracing: some output may be of run-time length
+        self._mask_groups = MaskGroups()
         self.plan = Plan(segments=self._segments(frozenset(), frozenset()))
 
     @property
@@ -145,7 +149,7 @@ class GraphProgram:
             if node not in plan.split_after:
                 split_after, exact = plan.split_after | {node}, plan.exact
             elif not set(node.outputs) <= plan.exact:
-                split_after, exact = plan.split_after, plan.exact | set(node.outputs)
+                split_after, exact = plan.split_after, plan.exact | self._mask_groups.grouped_with(node.outputs)
             else:
                 raise LoweringError(f"splitting after node {node} did not help", node=node) from split
             self.plan = Plan(split_after, exact, self._segments(split_after, exact))
@@ -194,30 +198,62 @@ class GraphProgram:
         inputs = [v for v in needed if v not in made and not isinstance(v, Constant)]
         outputs = [v for v in _unique(o for node, _ in steps for o in node.outputs) if v in later or v in self.outputs]
         inner = LoweredGraph(inputs, outputs, steps)
+        groups = self._mask_groups
 
         def segment_fn(*values: Any) -> tuple[Any, ...]:
-            return inner(*masked_inputs(inputs, values))
+            entered = groups.entered(inputs, values)
+            results = inner(*entered)
+            groups.record(inputs, entered, outputs, results)
+            return results
 
         return Segment(inputs, outputs, StaticInputProgram(inputs, segment_fn))
 
 
-def masked_inputs(inputs: Sequence[Variable], values: Sequence[Any]) -> list[Any]:
-    """``values`` with each bucketed `Ragged` value as a `Masked` one (inside jit).
+class MaskGroups:
+    """Which values of run-time length that cross between programs were selected by one mask.
 
-    The outputs of one node share one mask, as values that one selection made
-    do, so row-by-row nodes may combine them.
+    The values one node makes share a mask, as do values that a program
+    returns holding one traced mask (a selection and an elementwise function
+    of it). Each such group enters the next program with one mask, built
+    from the length of its first value, so row-by-row nodes may combine its
+    values. Groups are learnt while a program is traced, before the programs
+    after it are; two values are only grouped when they always hold the same
+    rows, so a group stays right for every later plan.
     """
-    masks: dict[tuple[Any, int], Any] = {}
-    entered = []
-    for var, value in zip(inputs, values):
-        if isinstance(value, Ragged):
-            rows = value.buffer.shape[0]
-            key = (var.owner, rows)
-            if key not in masks:
-                masks[key] = jnp.arange(rows) < value.length
-            value = Masked(value.buffer, masks[key])
-        entered.append(value)
-    return entered
+
+    def __init__(self) -> None:
+        self._group_of: dict[Variable, Hashable] = {}
+
+    def _group(self, var: Variable) -> Hashable:
+        return self._group_of.get(var, var.owner)
+
+    def entered(self, inputs: Sequence[Variable], values: Sequence[Any]) -> list[Any]:
+        """``values`` with each bucketed `Ragged` value as a `Masked` one (inside jit), one mask per group."""
+        masks: dict[tuple[Hashable, int], Any] = {}
+        entered = []
+        for var, value in zip(inputs, values):
+            if isinstance(value, Ragged):
+                rows = value.buffer.shape[0]
+                key = (self._group(var), rows)
+                if key not in masks:
+                    masks[key] = jnp.arange(rows) < value.length
+                value = Masked(value.buffer, masks[key])
+            entered.append(value)
+        return entered
+
+    def grouped_with(self, variables: Sequence[Variable]) -> frozenset[Variable]:
+        """``variables`` and the values grouped with any of them: they enter cut to their length together."""
+        groups = {self._group(var) for var in variables}
+        return frozenset(variables) | {var for var, group in list(self._group_of.items()) if group in groups}
+
+    def record(
+        self, inputs: Sequence[Variable], entered: Sequence[Any], outputs: Sequence[Variable], results: Sequence[Any]
+    ) -> None:
+        """Group the `Masked` ``results`` by their traced masks, joining the groups of ``inputs`` that hold them."""
+        group_of_mask = {id(v.mask): self._group(var) for var, v in zip(inputs, entered) if isinstance(v, Masked)}
+        for var, result in zip(outputs, results):
+            if isinstance(result, Masked):
+                self._group_of[var] = group_of_mask.setdefault(id(result.mask), var.owner)
 
 
 def _unique(values: Any) -> list[Any]:

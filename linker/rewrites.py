@@ -18,19 +18,35 @@
   into one slice whose bounds are ``switch`` expressions over the lengths;
   XLA slices a slice for free, while the merged bounds grow the graph: in an
   RNN gradient it ran 1,136 times, took 60% of Aesara's rewriting and left
-  279 nodes instead of 76). Aesara's
+  279 nodes instead of 76), ``ShapeOpt`` (Aesara's `ShapeFeature`, which
+  infers a symbolic shape for every node the rewrites add, each Scan's inner
+  graph included: more than half of the rewriting of an RNN gradient; JAX
+  knows every shape while tracing, and the lowering reads a run-time length
+  where it needs one) and two rewrites that misbehave without that feature:
+  ``local_adv_sub1_adv_inc_sub1`` reads it without checking that it is
+  there, and ``local_fill_to_alloc`` would turn ``zeros_like(x)`` into
+  ``alloc(0, x.shape)``, which needs the length of a selection
+  ``x[nonzero(m)]`` while tracing, where the elementwise ``fill`` keeps it
+  masked (`aejax.linker.masked`). Aesara's
   ``jax_shape_parameter_as_tuple`` / ``jax_size_parameter_as_tuple`` are not
   needed: the lowering evaluates concrete shape arithmetic with numpy while
   tracing.
 
-Before them, as an extra rewrite of the query, runs aejax's own rewrite
-`ScanKeepLast`: when only the last value of a Scan output is used, its buffer
-holds only the rows the loop reads, so the loop carries no trace. Unlike
-``scan_save_mem`` it writes buffer sizes that do not depend on the number of
-steps (JAX needs static shapes, while that number may be known only at run
-time), and it also serves ``until`` loops, which ``scan_save_mem`` leaves
-alone. It runs first because later canonicalisation rewrites ``x[1:][-1]``
-into an index computed from the shape, which no longer says "the last row".
+In place of the feature, aejax's own rewrites (`aejax.linker.shape_rewrites`)
+write shapes per axis (read through ``DimShuffle`` and ``Unbroadcast``) and
+drop whole slices ``x[0:]``, before Aesara's rewrites and again after its
+stabilization; the second pass also drops the ``fill(x, y)`` that
+``local_fill_to_alloc`` would have removed.
+
+Before Aesara's rewrites, as an extra rewrite of the query, runs aejax's own
+rewrite `ScanKeepLast`: when only the last value of a Scan output is used,
+its buffer holds only the rows the loop reads, so the loop carries no trace.
+Unlike ``scan_save_mem`` it writes buffer sizes that do not depend on the
+number of steps (JAX needs static shapes, while that number may be known
+only at run time), and it also serves ``until`` loops, which
+``scan_save_mem`` leaves alone. It runs first because later
+canonicalisation rewrites ``x[1:][-1]`` into an index computed from the
+shape, which no longer says "the last row".
 """
 
 from __future__ import annotations
@@ -52,7 +68,7 @@ from aesara.tensor.shape import Shape, Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor, get_constant_idx
 
 from aejax.linker.scan.layout import ScanLayout
-
+from aejax.linker.shape_rewrites import AxisLengthThroughDimShuffle, ShapeAsEntries, UselessFill, WholeSlices
 
 
 def _constant_index(client: Any) -> list[Any] | None:
@@ -218,13 +234,41 @@ scan_rewrites = SequentialGraphRewriter(
 """aejax's Scan rewrites over a whole graph, one pass each (each leaves the Scans it
 makes alone); the Scan lowering also runs them on Scans' inner graphs."""
 
+
+early_rewrites = SequentialGraphRewriter(
+    in2out(ShapeAsEntries(), AxisLengthThroughDimShuffle(), WholeSlices(), name="aejax_shapes", ignore_newtrees=True),
+    scan_rewrites,
+)
+"""aejax's rewrites before Aesara's: shapes as entries and whole slices removed, then the Scan rewrites."""
+
+late_rewrites = in2out(
+    ShapeAsEntries(), AxisLengthThroughDimShuffle(), WholeSlices(), UselessFill(), name="aejax_clean_up"
+)
+"""The same for shapes and slices that Aesara's rewrites wrote, and the
+``fill(x, y)`` that Aesara's stabilization leaves where ``y`` already has
+the result's type (``log1p`` rewrites), as ``local_fill_to_alloc`` would
+have removed it."""
+
 EARLY_POSITION = -1.0
 """Where aejax's own rewrites run among Aesara's: before ``merge1`` (position 0)."""
 
+LATE_POSITION = 1.51
+"""Where aejax's clean-up runs: after Aesara's stabilization (1.5), where ``local_fill_to_alloc`` would run."""
+
 JAX_REWRITES = RewriteDatabaseQuery(
     include=["fast_run", "jax_boolean_indexing_sum"],
-    exclude=["cxx_only", "BlasOpt", "inplace", "fusion", "scan_save_mem", "local_subtensor_merge"],
-    extra_rewrites=[(scan_rewrites, EARLY_POSITION)],
+    exclude=[
+        "cxx_only",
+        "BlasOpt",
+        "inplace",
+        "fusion",
+        "scan_save_mem",
+        "local_subtensor_merge",
+        "ShapeOpt",
+        "local_adv_sub1_adv_inc_sub1",
+        "local_fill_to_alloc",
+    ],
+    extra_rewrites=[(early_rewrites, EARLY_POSITION), (late_rewrites, LATE_POSITION)],
 )
 """The rewrite query of the ``"AEJAX"`` mode; ``mode.including(...)`` and
 ``mode.excluding(...)`` refine it as for any Aesara mode."""

@@ -1,4 +1,4 @@
-"""Scalar Ops whose Aesara lowering is missing: complex parts, rounding, range tests."""
+"""Scalar Ops whose Aesara lowering is missing or wrong: complex parts, rounding, range tests, ``fill``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
-from aesara.scalar.basic import Complex, ComplexFromPolar, InRange, Real, RoundHalfAwayFromZero
+from aesara.scalar.basic import Complex, ComplexFromPolar, InRange, Real, RoundHalfAwayFromZero, Second
 from aesara.tensor.math import MulWithoutZeros
 
 from aejax.linker.dispatch.basic import jax_funcify
@@ -60,3 +60,17 @@ def _mul_without_zeros(op: MulWithoutZeros, **kwargs: Any) -> Callable[..., Any]
         return jnp.where(x == 0, y, jnp.where(y == 0, x, x * y))
 
     return mul_without_zeros
+
+
+@jax_funcify.register(Second)
+def _second(op: Second, **kwargs: Any) -> Callable[..., Any]:
+    """``fill(x, y)``: ``y`` broadcast against ``x``, as every elementwise Op broadcasts.
+
+    Aesara's lowering broadcasts ``y`` to ``x``'s shape, which fails when
+    ``x`` is the one that broadcasts (``fill(x[None], y)``, ``y`` a vector).
+    """
+
+    def second(x: Any, y: Any) -> Any:
+        return jnp.broadcast_to(y, jnp.broadcast_shapes(jnp.shape(x), jnp.shape(y)))
+
+    return second

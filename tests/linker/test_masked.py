@@ -4,7 +4,7 @@ import aesara
 import aesara.tensor as at
 import numpy as np
 import pytest
-from aesara.raise_op import Assert
+from aesara.raise_op import Assert, CheckAndRaise
 
 import aejax.linker
 from tests.reference import assert_matches_reference
@@ -76,3 +76,25 @@ def test_selections_with_different_masks_split_the_program(x_and_selection):
     x, labels, idx = x_and_selection
     other = at.nonzero(at.eq(labels, 0))
     assert_matches_reference([x, labels], x[idx][:2] + x[other], X, LABELS)
+
+
+@pytest.mark.parametrize("labels", [LABELS, np.zeros(5, "int64"), np.ones(5, "int64")], ids=["some", "none", "all"])
+def test_values_of_one_selection_meet_again_after_a_split(x_and_selection, labels):
+    """``sort`` ends the program after ``exp(x[idx])``; the next one adds it to ``x[idx]``, cut to the same length."""
+    x, labels_var, idx = x_and_selection
+    selected = x[idx]
+    outputs = [at.sort(at.exp(selected)) + selected, at.sum(at.exp(selected) * selected)]
+    assert_matches_reference([x, labels_var], outputs, X, labels)
+
+
+@pytest.mark.parametrize("labels", [LABELS, np.zeros(5, "int64"), np.ones(5, "int64")], ids=["some", "none", "all"])
+def test_gradient_of_values_set_at_two_selections_is_one_program(labels):
+    """aeppl's mixture log-density: ``logp[idx_k] = logp_k(x[idx_k])``, one term checked, and its gradient."""
+    x, labels_var, sigma = at.dvector("x"), at.lvector("labels"), at.dscalar("sigma")
+    first, second = at.nonzero(at.eq(labels_var, 0)), at.nonzero(at.eq(labels_var, 1))
+    logp = at.set_subtensor(at.empty_like(x)[first], -0.5 * x[first] ** 2)
+    checked = CheckAndRaise(ValueError, "sigma > 0")(-0.5 * (x[second] / sigma) ** 2 - at.log(sigma), at.gt(sigma, 0))
+    total = at.sum(at.set_subtensor(logp[second], checked))
+    outputs = [total, *aesara.grad(total, [x, sigma])]
+    assert_matches_reference([x, labels_var, sigma], outputs, X, labels, 1.5)
+    assert _single_program([x, labels_var, sigma], outputs, X, labels, 1.5)
