@@ -143,7 +143,7 @@ def random_walk(steps: int) -> Workload:
         return key, trace
 
     key = jax.random.key(0)
-    return Workload("Gaussian random walk", 1.1, [x0], walk, updates, (0.0,), hand, (key, np.float64(0.0)))
+    return Workload("Gaussian random walk", 0.1, [x0], walk, updates, (0.0,), hand, (key, np.float64(0.0)))
 
 
 def newton_until(max_steps: int, size: int = 1000) -> Workload:
