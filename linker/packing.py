@@ -100,8 +100,9 @@ def unpacked(results: tuple[Any, ...] | PackedResults) -> Sequence[Any]:
 def _pieces(results: tuple[Any, ...], positions: list[int]) -> tuple[Piece, ...]:
     pieces, start = [], 0
     for position in positions:
-        shape = tuple(results[position].shape)
-        stop = start + results[position].size
+        result = results[position]
+        shape = tuple(result.shape)
+        stop = start + result.size
         if not shape:
             pieces.append(Piece(position, (start, ...), None))
         else:

@@ -3,7 +3,8 @@
 `JAX_REWRITES` selects Aesara's own rewrites:
 
 - included: ``fast_run`` (canonicalisation, specialisation, the scan
-  push-outs and merges, shape rewrites), plus Aesara's
+  push-outs and merges, the shape rewrites that work without Aesara's
+  `ShapeFeature`, below), plus Aesara's
   JAX rewrite that turns the sum of a boolean-mask selection into a sum of
   ``where`` (``jax_boolean_indexing_sum``). Its sibling
   ``jax_boolean_indexing_set_or_inc`` is left out: it rewrites
