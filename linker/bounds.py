@@ -8,11 +8,19 @@ well. `upper_bound` finds that bound by interval arithmetic over the graph
 (constants, static shapes, `Shape_i`, and integer ``+ - * neg max min switch``),
 so a lowering can allocate the bound and carry the run-time length beside it
 (`aejax.linker.ragged.Ragged`) instead of needing the length while tracing.
+
+While a graph is traced (`tracing`), the values already computed count too:
+a concrete integer is its own bound, and an array's shape is known even when
+its values are not (a `Ragged` value's rows are at most its buffer's). So
+``zeros(x.shape[0] - trace.shape[0])`` is bounded by the length of an input
+``x``, which the graph's types leave open but every trace fixes.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 import numpy as np
 from aesara import scalar as aes
@@ -23,10 +31,24 @@ from aesara.tensor.elemwise import Elemwise
 from aesara.tensor.shape import Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor
 
+from aejax.linker.ragged import Masked, Ragged
 from aejax.linker.scan.layout import ScanLayout
 
 Interval = Optional[tuple[int, int]]
 """The least and greatest value an integer may take, or ``None`` when unknown."""
+
+
+_TRACED_VALUES: ContextVar[Mapping[Variable, Any]] = ContextVar("aejax_traced_values", default={})
+
+
+@contextmanager
+def tracing(values: Mapping[Variable, Any]) -> Iterator[None]:
+    """Let the bounds found meanwhile read ``values``, the graph's values computed so far in this trace."""
+    token = _TRACED_VALUES.set(values)
+    try:
+        yield
+    finally:
+        _TRACED_VALUES.reset(token)
 
 
 def upper_bound(var: Variable) -> int | None:
@@ -86,6 +108,7 @@ class _Bounds:
     def __init__(self) -> None:
         self._intervals: dict[Variable, Interval] = {}
         self._lengths: dict[Variable, int | None] = {}
+        self._traced = _TRACED_VALUES.get()
 
     def interval(self, var: Variable) -> Interval:
         if var not in self._intervals:
@@ -102,8 +125,9 @@ class _Bounds:
         return self._lengths[var]
 
     def _find_interval(self, var: Variable) -> Interval:
-        if isinstance(var, Constant):
-            data = np.asarray(var.data)
+        known = var.data if isinstance(var, Constant) else self._traced.get(var)
+        if isinstance(var, Constant) or _concrete(known):
+            data = np.asarray(known)
             return (int(data), int(data)) if data.ndim == 0 and data.dtype.kind in "iu" else None
         node = var.owner
         if node is None:
@@ -120,6 +144,9 @@ class _Bounds:
         static = var.type.shape[axis]
         if static is not None:
             return static, static
+        traced = _traced_axis(self._traced.get(var), axis)
+        if traced is not None:
+            return traced
         bound = self.length(var) if axis == 0 else None
         return None if bound is None else (0, bound)
 
@@ -127,6 +154,9 @@ class _Bounds:
         static = var.type.shape[0] if var.type.ndim else None
         if static is not None:
             return static
+        traced = _traced_axis(self._traced.get(var), 0) if var.type.ndim else None
+        if traced is not None:
+            return traced[1]
         node = var.owner
         if node is None:
             return None
@@ -159,3 +189,23 @@ class _Bounds:
             return None
         size = node.inputs[position]
         return self.upper(size) if size.type.ndim == 0 else self.length(size)
+
+
+def _concrete(value: Any) -> bool:
+    """Whether a value computed while tracing is known (a number or numpy array, not a JAX tracer)."""
+    return isinstance(value, (int, np.integer, np.ndarray))
+
+
+def _traced_axis(value: Any, axis: int) -> Interval:
+    """The least and greatest length of ``axis`` of a value computed while tracing (``None`` if it is not an array).
+
+    A JAX array's shape is static even while its values are traced; the rows
+    of a value of run-time length are at most those of its buffer.
+    """
+    if isinstance(value, (Ragged, Masked)):
+        rows = value.buffer.shape
+        return (0, rows[0]) if axis == 0 else (rows[axis], rows[axis])
+    shape = getattr(value, "shape", None)
+    if shape is None or axis >= len(shape):
+        return None
+    return shape[axis], shape[axis]

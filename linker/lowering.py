@@ -34,7 +34,7 @@ from aesara.tensor.basic import AllocEmpty
 from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.type import DenseTensorType, TensorType
 
-from aejax.linker.bounds import length_bound
+from aejax.linker.bounds import length_bound, tracing
 from aejax.linker.checks import NeedsChecks
 from aejax.linker.concrete import is_shape_failure, is_traced
 from aejax.linker.errors import InvalidValueError, LoweringError, NodeTypeError, NodeValueError, NotStaticError
@@ -204,7 +204,9 @@ class LoweredGraph:
     row by row (`aejax.linker.masked`). Any other consumer raises
     `NeedsSplit`, asking the linker to end the jit program after the node
     that made it; so does a shape that needs such a value's length while
-    tracing.
+    tracing, unless the node that needs it takes a `Ragged` value and its
+    result is one (``x[:trace.shape[0]]``). After a split the value enters
+    the next program from the host, where its length is known.
     """
 
     def __init__(self, inputs: Sequence[Variable], outputs: Sequence[Variable], steps: Sequence[Step]) -> None:
@@ -219,26 +221,48 @@ class LoweredGraph:
 
     def __call__(self, *inputs: Any) -> tuple[Any, ...]:
         env: dict[Variable, Any] = dict(zip(self.inputs, inputs))
-        for node, fn in self.steps:
-            args = _ranges_bounded(node, fn, [lookup(env, var) for var in node.inputs])
-            try:
-                env.update(zip(node.outputs, run_node(node, _taking_run_time_lengths(node, fn, args), args)))
-            except LoweringError as error:
-                if error.needs_static and error.node is node:
-                    _split_after_run_time_length(node, env, self.inputs)
-                raise
+        with tracing(env):
+            for node, fn in self.steps:
+                args = _ranges_bounded(node, fn, [lookup(env, var) for var in node.inputs])
+                try:
+                    outputs = run_node(node, _taking_run_time_lengths(node, fn, args), args)
+                except LoweringError as error:
+                    source = _run_time_length_source(node, env, self.inputs) if error.needs_static else None
+                    if source is None or error.node is not node:
+                        raise
+                    outputs = _rows_of_run_time_length(node, fn, args)
+                    if outputs is None:
+                        raise NeedsSplit(source) from error
+                env.update(zip(node.outputs, outputs))
         return tuple(lookup(env, var) for var in self.outputs)
 
 
-def _split_after_run_time_length(node: Apply, env: dict[Variable, Any], inputs: Sequence[Variable]) -> None:
-    """Raise `NeedsSplit` if a shape ``node`` needs comes from a value of run-time length made in ``env``.
-
-    After the split the value enters the next program from the host, where its
-    length is known (``zeros(trace.shape[0])`` of an until-loop's trace).
-    """
+def _run_time_length_source(node: Apply, env: dict[Variable, Any], inputs: Sequence[Variable]) -> Apply | None:
+    """The node that made a value of run-time length in ``env`` from which ``node``'s inputs are computed, if any."""
     for var in ancestors(node.inputs, blockers=inputs):
         if var.owner is not None and var not in inputs and isinstance(env.get(var), (Ragged, Masked)):
-            raise NeedsSplit(var.owner)
+            return var.owner
+    return None
+
+
+def _rows_of_run_time_length(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[Any] | None:
+    """``node``'s outputs with its first argument taken as a `Ragged` value of all its rows; ``None`` if that fails too.
+
+    For a node that needs a shape computed from a run-time length, such as
+    ``x[n - 1::-1]`` where ``n`` is the length of an until-loop's trace:
+    indexing and updates take `Ragged` values, and the rows they pick are a
+    value of run-time length too.
+    """
+    first = args[0] if args else None
+    if not getattr(fn, "accepts_ragged", False) or isinstance(first, RUN_TIME_LENGTH) or jnp.ndim(first) == 0:
+        return None
+    whole = Ragged(jnp.asarray(first), jnp.shape(first)[0])
+    try:
+        return run_node(node, fn, [whole, *args[1:]])
+    except LoweringError as error:
+        if error.needs_static:
+            return None
+        raise
 
 
 def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from aejax.linker.errors import NotStaticError
 
@@ -187,6 +188,22 @@ def rows_padded(buffer: Any, rows: int) -> Any:
     if buffer.shape[0] >= rows:
         return buffer[:rows]
     return jnp.concatenate([buffer, jnp.zeros((rows - buffer.shape[0],) + buffer.shape[1:], buffer.dtype)])
+
+
+def concatenated_rows(pieces: Sequence[Any], dtype: Any) -> Ragged:
+    """The rows of ``pieces`` (`Ragged` values or arrays) one after another, in ``dtype``.
+
+    The buffer is as long as theirs together. Each piece is written where
+    the rows before it end, so the padding of one is overwritten by the
+    rows of the next, and the padding of the last is left at the end.
+    """
+    buffers = [jnp.asarray(buffer_of(piece), dtype) for piece in pieces]
+    joined = jnp.zeros((sum(b.shape[0] for b in buffers), *buffers[0].shape[1:]), dtype)
+    length: Any = 0
+    for piece, buffer in zip(pieces, buffers):
+        joined = lax.dynamic_update_slice_in_dim(joined, buffer, length, axis=0)
+        length = length + (piece.length if isinstance(piece, Ragged) else buffer.shape[0])
+    return Ragged(joined, length)
 
 
 def rows_of(buffer: Any, length: Any, rows: slice) -> Ragged:

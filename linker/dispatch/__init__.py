@@ -12,6 +12,7 @@ from aejax.linker.dispatch import (  # noqa: F401  (importing registers the lowe
     blas,
     elemwise,
     extra_ops,
+    join,
     linalg,
     random,
     reductions,

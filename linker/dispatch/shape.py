@@ -12,7 +12,7 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.checks import require
 from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.errors import InvalidValueError, variable_name
-from aejax.linker.ragged import Ragged, RangeRows, buffer_of
+from aejax.linker.ragged import Ragged, RangeRows, buffer_of, rows_padded
 
 
 @jax_funcify.register(Shape)
@@ -56,26 +56,31 @@ def _shape_text(dims: Sequence[Any]) -> str:
 def _specify_shape(op: SpecifyShape, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     """Check ``x``'s shape against the specified one: `InvalidValueError` naming ``x`` and both shapes.
 
-    A concrete mismatch raises while tracing; a size that is a traced value is
-    a run-time check (`aejax.linker.checks.require`), as Aesara checks it at run time.
+    A concrete mismatch raises while tracing; a size that is a traced value,
+    or the run-time length of a `Ragged` ``x``, is a run-time check
+    (`aejax.linker.checks.require`), as Aesara checks it at run time. A
+    `Ragged` ``x`` whose length is specified as a constant leaves with that
+    many rows, a static shape again.
     """
     name = variable_name(node.inputs[0])
 
     def specify_shape(x: Any, *shape: Any) -> Any:
-        got = np.shape(x)
+        got = (x.length, *x.buffer.shape[1:]) if isinstance(x, Ragged) else np.shape(x)
         expected = [
             "?" if want is None else variable_name(var) if is_traced(want) else int(want)
             for want, var in zip(shape, node.inputs[1:])
         ]
-        message = (
-            f"{name!r} has shape {_shape_text(got)}, but node {node} specifies shape {_shape_text(expected)}"
-        )
-        concrete = [(int(want), size) for want, size in zip(shape, got) if want is not None and not is_traced(want)]
-        if any(want != size for want, size in concrete):
+        shown = ["?" if is_traced(size) else size for size in got]
+        message = f"{name!r} has shape {_shape_text(shown)}, but node {node} specifies shape {_shape_text(expected)}"
+        pairs = [(want, size) for want, size in zip(shape, got) if want is not None]
+        if any(int(want) != size for want, size in pairs if not (is_traced(want) or is_traced(size))):
             raise InvalidValueError(message)
-        traced = [want == size for want, size in zip(shape, got) if is_traced(want)]
+        traced = [want == size for want, size in pairs if is_traced(want) or is_traced(size)]
         if traced:
             require(jnp.stack(traced), InvalidValueError, message, f"node {node}")
+        if isinstance(x, Ragged) and shape[0] is not None and not is_traced(shape[0]):
+            return rows_padded(x.buffer, int(shape[0]))
         return x
 
+    specify_shape.accepts_ragged = True  # type: ignore[attr-defined]
     return specify_shape

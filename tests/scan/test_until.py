@@ -79,3 +79,43 @@ def test_arrays_sized_by_the_run_time_length(use):
     inputs, out = newton_sqrt()
     for a in (2.0, 1e6, 3.0):
         assert_matches_reference(inputs, use(out), 1.0, a)
+
+
+@pytest.mark.kind("until")
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda o, x: at.concatenate([o, o[::-1] * x[0]]),
+        lambda o, x: at.concatenate([o, at.zeros(x.shape[0] - o.shape[0])]) + x,
+        lambda o, x: x[o.shape[0] - 1 :: -1] * o,
+        lambda o, x: x[: o.shape[0]] + o,
+    ],
+    ids=["join rows", "pad to an input's length", "input reversed from the length", "input cut to the length"],
+)
+def test_values_built_from_the_run_time_length_stay_in_one_program(use):
+    """Joins, zeros up to an input's length and slices of inputs at the trace's length: no split, no static input."""
+    (x0, a), out = newton_sqrt()
+    x = at.dvector("x")
+    inputs, result = [x0, a, x], use(out, x)
+    values = np.linspace(-1.0, 1.0, 40)
+    f = aesara.function(inputs, result, mode=aejax.linker.mode)
+    f(1.0, 2.0, values)
+    (segment,) = f.vm.jit_fn.segments
+    compiled = segment.program.programs.compiled
+    for a_value in (2.0, 1e6, 3.0):
+        assert_matches_reference(inputs, result, 1.0, a_value, values)
+        f(1.0, a_value, values)
+    assert segment.program.static_positions == ()
+    assert segment.program.programs.compiled == compiled
+
+
+@pytest.mark.kind("until")
+def test_columns_of_traces_joined_in_one_program():
+    x0 = at.dvector("x0")
+    xs, _ = aesara.scan(lambda x: (x * 1.5, until(x.sum() * 1.5 > 40)), outputs_info=x0, n_steps=50)
+    joined = at.concatenate([xs, xs[:, :1] * 2], axis=1)
+    for start in ([1.0, 2.0, 0.5], [0.1, 0.1, 0.1]):
+        assert_matches_reference([x0], joined, np.array(start))
+    f = aesara.function([x0], joined, mode=aejax.linker.mode)
+    f(np.ones(3))
+    assert len(f.vm.jit_fn.segments) == 1

@@ -24,8 +24,10 @@ def growth(max_steps=1000):
     return [a, k, x0], xs
 
 
-def _one_program(inputs, outputs):
+def _one_program(inputs, outputs, *args):
+    """The function of ``outputs`` on AEJAX, called with ``args``, and its one jit program (it fails if split)."""
     f = aesara.function(inputs, outputs, mode=aejax.linker.mode)
+    f(*args)
     (segment,) = f.vm.jit_fn.segments
     return f, segment
 
@@ -38,8 +40,7 @@ def test_gradient_matches_reference_in_one_program(k):
     cost = xs[-1] ** 2 / 1e4 + xs.sum()
     grads = aesara.grad(cost, [a, x0])
     assert_matches_reference(inputs, [cost, *grads], 1.05, k, 0.5, rtol=1e-9)
-    f, segment = _one_program(inputs, grads)
-    f(1.05, k, 0.5)
+    f, segment = _one_program(inputs, grads, 1.05, k, 0.5)
     assert segment.program.static_positions == ()
 
 
@@ -62,7 +63,7 @@ def test_second_derivative_matches_reference():
     first = aesara.grad(xs[-1] + xs.sum(), a)
     second = aesara.grad(first, a)
     assert_matches_reference(inputs, [first, second], 1.1, 200.0, 0.3, rtol=1e-9)
-    _one_program(inputs, second)
+    _one_program(inputs, second, 1.1, 200.0, 0.3)
 
 
 @pytest.mark.kind("until")
@@ -72,9 +73,16 @@ def test_gradient_with_respect_to_a_sequence():
         lambda x_t, s: (s + x_t**2, until(s + x_t**2 > 5)), sequences=x, outputs_info=at.constant(np.float64(0.0))
     )
     grad = aesara.grad(total[-1] * total.shape[0], x)
-    values = np.linspace(0.5, 2.0, 10)
-    assert_matches_reference([x], [total, grad], values)
-    _one_program([x], grad)
+    f, segment = _one_program([x], [total, grad], np.linspace(0.5, 2.0, 10))
+    compiled = segment.program.programs.compiled
+    stopping_steps = set()
+    for scale in (1.0, 2.0, 1.5, 0.8, 3.0):
+        values = np.linspace(0.5, 2.0, 10) * scale
+        assert_matches_reference([x], [total, grad], values)
+        stopping_steps.add(len(f(values)[0]))
+    assert len(stopping_steps) == 5
+    assert segment.program.static_positions == ()
+    assert segment.program.programs.compiled == compiled  # no program per stopping step
 
 
 @pytest.mark.kind("until")
@@ -83,7 +91,7 @@ def test_values_sized_by_the_run_time_length_stay_in_one_program():
     sized = [at.zeros(xs.shape[0]) + xs, at.arange(xs.shape[0]) * xs, at.ones((xs.shape[0], 2)).sum(0)]
     for out in sized:
         assert_matches_reference(inputs, out, 1.1, 50.0, 0.0)
-        _one_program(inputs, out)
+        _one_program(inputs, out, 1.1, 50.0, 0.0)
 
 
 @pytest.mark.kind("until")
@@ -92,4 +100,4 @@ def test_rows_of_a_trace_reduced_and_sliced_in_one_program():
     xs, _ = aesara.scan(lambda x: (x * 1.5, until(x.sum() * 1.5 > 40)), outputs_info=x0, n_steps=50)
     outs = [xs.sum(axis=1), xs.max(axis=0), xs[::-2], xs[1:-1].mean(), xs[-3:]]
     assert_matches_reference([x0], outs, np.array([1.0, 2.0, 0.5]))
-    _one_program([x0], outs)
+    _one_program([x0], outs, np.array([1.0, 2.0, 0.5]))
