@@ -227,8 +227,9 @@ class LoweredGraph:
                 try:
                     outputs = run_node(node, _taking_run_time_lengths(node, fn, args), args)
                 except LoweringError as error:
-                    source = _run_time_length_source(node, env, self.inputs) if error.needs_static else None
-                    if source is None or error.node is not node:
+                    needs_length = error.needs_static and error.node is node
+                    source = _run_time_length_source(node, env, self.inputs) if needs_length else None
+                    if source is None:
                         raise
                     outputs = _rows_of_run_time_length(node, fn, args)
                     if outputs is None:
@@ -246,7 +247,7 @@ def _run_time_length_source(node: Apply, env: dict[Variable, Any], inputs: Seque
 
 
 def _rows_of_run_time_length(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[Any] | None:
-    """``node``'s outputs with its first argument taken as a `Ragged` value of all its rows; ``None`` if that fails too.
+    """``node``'s outputs with its first argument as a `Ragged` value of all its rows; ``None`` if that fails too.
 
     For a node that needs a shape computed from a run-time length, such as
     ``x[n - 1::-1]`` where ``n`` is the length of an until-loop's trace:

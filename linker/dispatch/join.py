@@ -1,9 +1,10 @@
 """`Join`: concatenation, also of values of run-time length.
 
-Joining along the rows of `Ragged` values (the reversed trace of an until
+Joining `Ragged` values along their rows (the reversed trace of an until
 loop and the zeros that pad it to a sequence's length, in the gradient of
-such a loop) gives a `Ragged` value as long as their lengths together; along
-another axis, their rows are joined one by one, as an elementwise Op joins them.
+such a loop) gives a `Ragged` value as long as their lengths together. Along
+another axis the values have the same rows, and are joined as elementwise
+Ops combine them (`aejax.linker.lowering.ragged_elementwise`).
 """
 
 from __future__ import annotations

@@ -119,3 +119,16 @@ def test_columns_of_traces_joined_in_one_program():
     f = aesara.function([x0], joined, mode=aejax.linker.mode)
     f(np.ones(3))
     assert len(f.vm.jit_fn.segments) == 1
+
+
+@pytest.mark.kind("until")
+def test_trace_of_a_specified_length_is_checked_in_one_program():
+    inputs, out = newton_sqrt()
+    length = len(aesara.function(inputs, out, mode="FAST_COMPILE")(1.0, 2.0))
+    doubled = at.specify_shape(out, (length,)) * 2
+    assert_matches_reference(inputs, doubled, 1.0, 2.0)
+    f = aesara.function(inputs, doubled, mode=aejax.linker.mode)
+    f(1.0, 2.0)
+    assert len(f.vm.jit_fn.segments) == 1
+    with pytest.raises(aejax.linker.InvalidValueError, match=rf"has shape \(\?,\), .*specifies shape \({length},\)"):
+        f(1.0, 1e6)
