@@ -12,30 +12,38 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.checks import require
 from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.errors import InvalidValueError, variable_name
-from aejax.linker.ragged import Ragged, RangeRows, buffer_of, rows_padded
+from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, Ragged, RangeRows, rows_padded
+
+
+def _run_time_shape(x: Any) -> tuple[Any, ...]:
+    """The shape of a value of run-time length: its traced length, then its rows' static shape."""
+    if isinstance(x, RangeRows):
+        return (x.length,)
+    if isinstance(x, Masked):
+        return (jnp.sum(x.mask, dtype="int64"), *x.buffer.shape[jnp.ndim(x.mask) :])
+    return (x.length, *x.buffer.shape[1:])
 
 
 @jax_funcify.register(Shape)
 def _shape(op: Shape, **kwargs: Any) -> Callable[..., Any]:
     def shape(x: Any) -> Any:
-        if isinstance(x, RangeRows):
-            return jnp.asarray([x.length], dtype="int64")
-        if isinstance(x, Ragged):
-            return jnp.asarray([x.length, *x.buffer.shape[1:]], dtype="int64")
+        if isinstance(x, RUN_TIME_LENGTH):
+            return jnp.asarray(_run_time_shape(x), dtype="int64")
         return np.asarray(np.shape(x), dtype="int64")
 
-    shape.accepts_ragged = shape.accepts_range = True  # type: ignore[attr-defined]
+    shape.accepts_ragged = shape.accepts_range = shape.accepts_masked = True  # type: ignore[attr-defined]
     return shape
 
 
 @jax_funcify.register(Shape_i)
 def _shape_i(op: Shape_i, **kwargs: Any) -> Callable[..., Any]:
     def shape_i(x: Any) -> Any:
-        if isinstance(x, (Ragged, RangeRows)) and op.i == 0:
-            return x.length
-        return np.int64(np.shape(buffer_of(x))[op.i])
+        if isinstance(x, RUN_TIME_LENGTH):
+            size = _run_time_shape(x)[op.i]
+            return size if is_traced(size) else np.int64(size)
+        return np.int64(np.shape(x)[op.i])
 
-    shape_i.accepts_ragged = shape_i.accepts_range = True  # type: ignore[attr-defined]
+    shape_i.accepts_ragged = shape_i.accepts_range = shape_i.accepts_masked = True  # type: ignore[attr-defined]
     return shape_i
 
 

@@ -98,3 +98,20 @@ def test_gradient_of_values_set_at_two_selections_is_one_program(labels):
     outputs = [total, *aesara.grad(total, [x, sigma])]
     assert_matches_reference([x, labels_var, sigma], outputs, X, labels, 1.5)
     assert _single_program([x, labels_var, sigma], outputs, X, labels, 1.5)
+
+
+def test_length_of_a_selection_as_a_value_and_a_slice_bound_in_one_program(x_and_selection):
+    x, labels, idx = x_and_selection
+    m = at.dmatrix("m")
+    y = at.dvector("y")
+    inputs = [x, labels, y, m]
+    outputs = [x[idx].shape[0] * 2, y[: x[idx].shape[0]] + 1, m[at.nonzero(m > 0)].shape, y[x[idx].shape[0] :]]
+    y_value, m_value = np.linspace(0.0, 1.0, 7), np.array([[1.0, -2.0, 3.0], [-4.0, 5.0, 0.0]])
+    f = aesara.function(inputs, outputs, mode=aejax.linker.mode)
+    f(X, LABELS, y_value, m_value)
+    (segment,) = f.vm.jit_fn.segments
+    compiled = segment.program.programs.compiled
+    for labels_value in (LABELS, np.zeros(5, "int64"), np.ones(5, "int64")):
+        assert_matches_reference(inputs, outputs, X, labels_value, y_value, m_value)
+        f(X, labels_value, y_value, m_value)
+    assert segment.program.programs.compiled == compiled
