@@ -81,6 +81,11 @@ class Masked:
     def tree_unflatten(cls, aux: None, children: tuple[Any, Any]) -> "Masked":
         return cls(*children)
 
+    @property
+    def length(self) -> Any:
+        """How many rows are selected (traced)."""
+        return jnp.sum(self.mask, dtype="int64")
+
     def trim(self) -> Any:
         """The value: the selected rows (outside jit)."""
         return np.asarray(self.buffer)[np.asarray(self.mask)]

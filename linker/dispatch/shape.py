@@ -12,15 +12,13 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.checks import require
 from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.errors import InvalidValueError, variable_name
-from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, Ragged, RangeRows, rows_padded
+from aejax.linker.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, rows_padded
 
 
 def _run_time_shape(x: Any) -> tuple[Any, ...]:
     """The shape of a value of run-time length: its traced length, then its rows' static shape."""
     if isinstance(x, RangeRows):
         return (x.length,)
-    if isinstance(x, Masked):
-        return (jnp.sum(x.mask, dtype="int64"), *x.buffer.shape[jnp.ndim(x.mask) :])
     return (x.length, *x.buffer.shape[1:])
 
 
