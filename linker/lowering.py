@@ -197,7 +197,7 @@ class LoweredGraph:
     Calling it returns the tuple of outputs. A value of run-time length may
     be a graph output, or the input of a lowering that accepts it: a `Ragged`
     value where the lowering says ``accepts_ragged`` (indexing, updates,
-    Scans) or the node is elementwise or a reduction; a `RangeRows` where it
+    Scans) or the node works row by row or is a reduction; a `RangeRows` where it
     says ``accepts_range`` (a Scan sequence), else as a `Ragged` buffer of
     its bound from the graph (`aejax.linker.bounds`) when there is one; a
     `Masked` selection where it says ``accepts_masked`` or the node works
@@ -275,7 +275,7 @@ def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence
             return _needing_bounds(var)
     if not any(isinstance(arg, Masked) for arg in args) or getattr(fn, "accepts_masked", False):
         return fn
-    if masked.is_elementwise(node) and masked.share_one_mask(args):
+    if masked.is_row_wise(node) and masked.share_one_mask(args):
         return lambda *values: masked.elementwise(node, fn, values)
     if masked.is_reduction(node):
         return lambda x: masked.reduction(node, fn, x)
@@ -296,8 +296,8 @@ def _bounded_range(var: Variable, value: RangeRows) -> RangeRows | Ragged:
 
 
 def _taking_ragged(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
-    """``fn`` for `Ragged` arguments: elementwise on their buffers, reductions over masked rows; else `NeedsSplit`."""
-    if masked.is_elementwise(node):
+    """``fn`` for `Ragged` arguments: row by row on their buffers, reductions over masked rows; else `NeedsSplit`."""
+    if masked.is_row_wise(node):
         return lambda *values: ragged_elementwise(node, fn, values)
     if masked.is_reduction(node):
         return lambda x: ragged_reduction(node, fn, x)

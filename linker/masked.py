@@ -6,13 +6,16 @@ mask, of which only the rows where the mask holds are the value (in order).
 Nodes that work row by row keep it masked without ever cutting it:
 
 - indexing with masked indices (``y[nonzero(mask)]``) gathers every row;
-- elementwise Ops compute every row (`elementwise`); rows outside the mask
-  are computed but never used;
+- elementwise Ops, and `DimShuffle`s that keep the rows first, compute
+  every row (`elementwise`); rows outside the mask are computed but never
+  used;
 - reductions over the rows fill the others with the reduction's identity
   (`reduction`);
 - ``set_subtensor``/``inc_subtensor`` at masked indices scatter only the
   rows inside the mask;
-- checks only look at rows inside the mask.
+- checks only look at rows inside the mask;
+- joins along the rows take the selected rows moved to the front, as a
+  `Ragged` value (`aejax.linker.dispatch.join`).
 
 This is how aeppl's mixture log-densities (``logp[idx] = logprob(value[idx])``
 with ``idx = nonzero(eq(i, k))``) run inside jit. Any other consumer ends the
@@ -26,7 +29,7 @@ from typing import Any, Callable, Sequence
 
 import jax.numpy as jnp
 from aesara.graph.basic import Apply
-from aesara.tensor.elemwise import CAReduce, Elemwise
+from aesara.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 
 from aejax.linker.errors import LoweringError
 from aejax.linker.ragged import Masked, each_output
@@ -106,8 +109,14 @@ def scatter(x: Any, values: Any, indices: Sequence[Any], set_instead_of_inc: boo
     return target.set(update, mode="drop") if set_instead_of_inc else target.add(update, mode="drop")
 
 
-def is_elementwise(node: Apply) -> bool:
-    """Whether ``node`` computes its outputs element by element."""
+def is_row_wise(node: Apply) -> bool:
+    """Whether ``node`` computes each row of its outputs from the same row of its inputs.
+
+    Elementwise Ops do, and so does a `DimShuffle` that keeps the rows as
+    its first axis (``x[:, None]``, as ``stack(..., axis=1)`` makes).
+    """
+    if isinstance(node.op, DimShuffle):
+        return node.op.new_order[:1] == (0,)
     return isinstance(node.op, Elemwise)
 
 

@@ -90,6 +90,11 @@ class Masked:
         """The value: the selected rows (outside jit)."""
         return np.asarray(self.buffer)[np.asarray(self.mask)]
 
+    def as_ragged(self) -> Ragged:
+        """The selected rows moved to the front of a buffer as long: a `Ragged` value of the same rows."""
+        (selected,) = jnp.nonzero(self.mask, size=self.mask.shape[0], fill_value=0)
+        return Ragged(jnp.asarray(self.buffer)[selected], self.length)
+
 
 @jax.tree_util.register_pytree_node_class
 @dataclass(frozen=True)

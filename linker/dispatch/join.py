@@ -2,9 +2,11 @@
 
 Joining `Ragged` values along their rows (the reversed trace of an until
 loop and the zeros that pad it to a sequence's length, in the gradient of
-such a loop) gives a `Ragged` value as long as their lengths together. Along
-another axis the values have the same rows, and are joined as elementwise
-Ops combine them (`aejax.linker.lowering.ragged_elementwise`).
+such a loop) gives a `Ragged` value as long as their lengths together; a
+selection ``x[nonzero(m)]`` (`Masked`) joins as its rows moved to the front.
+Along another axis the values have the same rows, and are joined as
+elementwise Ops combine them (`aejax.linker.lowering.ragged_elementwise`,
+`aejax.linker.masked.elementwise`).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from typing import Any, Callable
 import jax.numpy as jnp
 from aesara.tensor.basic import Join
 
+from aejax.linker import masked
 from aejax.linker.concrete import static_ints
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.lowering import ragged_elementwise
-from aejax.linker.ragged import Ragged, concatenated_rows
+from aejax.linker.ragged import Masked, NeedsSplit, Ragged, concatenated_rows
 
 
 def _concatenated(axis: Any, *tensors: Any) -> Any:
@@ -25,17 +28,27 @@ def _concatenated(axis: Any, *tensors: Any) -> Any:
     return jnp.concatenate([jnp.asarray(t) for t in tensors], axis=axis)
 
 
+def _across_rows(node: Any, axis: Any, tensors: tuple[Any, ...]) -> Any:
+    """The join of values of run-time length along an axis other than their rows."""
+    if not any(isinstance(t, Masked) for t in tensors):
+        return ragged_elementwise(node, _concatenated, [axis, *tensors])
+    if all(isinstance(t, Masked) for t in tensors) and masked.share_one_mask(tensors):
+        return masked.elementwise(node, _concatenated, [axis, *tensors])
+    raise NeedsSplit(next(v.owner for v, t in zip(node.inputs[1:], tensors) if isinstance(t, Masked)))
+
+
 @jax_funcify.register(Join)
 def _join(op: Join, node: Any, **kwargs: Any) -> Callable[..., Any]:
     out = node.outputs[0].type
 
     def join(axis: Any, *tensors: Any) -> Any:
-        if not any(isinstance(t, Ragged) for t in tensors):
+        if not any(isinstance(t, (Ragged, Masked)) for t in tensors):
             return _concatenated(axis, *tensors)
         (axis,) = static_ints([axis], "the axis of a join")
-        if axis % out.ndim == 0:
-            return concatenated_rows(tensors, out.dtype)
-        return ragged_elementwise(node, _concatenated, [axis, *tensors])
+        if axis % out.ndim != 0:
+            return _across_rows(node, axis, tensors)
+        pieces = [t.as_ragged() if isinstance(t, Masked) else t for t in tensors]
+        return concatenated_rows(pieces, out.dtype)
 
-    join.accepts_ragged = True  # type: ignore[attr-defined]
+    join.accepts_ragged = join.accepts_masked = True  # type: ignore[attr-defined]
     return join

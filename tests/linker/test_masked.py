@@ -115,3 +115,21 @@ def test_length_of_a_selection_as_a_value_and_a_slice_bound_in_one_program(x_and
         assert_matches_reference(inputs, outputs, X, labels_value, y_value, m_value)
         f(X, labels_value, y_value, m_value)
     assert segment.program.programs.compiled == compiled
+
+
+@pytest.mark.parametrize("labels", [LABELS, np.zeros(5, "int64"), np.ones(5, "int64")], ids=["some", "none", "all"])
+def test_selections_joined_and_stacked_in_one_program(labels):
+    """``concatenate``/``stack`` of selections: their rows move to the front, and the jit program goes on."""
+    x, y, labels_var, m = at.dvector("x"), at.dvector("y"), at.lvector("labels"), at.dmatrix("m")
+    ones, zeros = at.nonzero(at.eq(labels_var, 1)), at.nonzero(at.eq(labels_var, 0))
+    joined = at.concatenate([x[ones], y, x[zeros] * 2])
+    outputs = [
+        joined,
+        at.sum(joined * at.arange(joined.shape[0])),
+        at.concatenate([m[ones], at.exp(m[ones])], axis=1),
+        at.stack([x[ones], y[ones]], axis=1).sum(axis=0),
+    ]
+    inputs = [x, y, labels_var, m]
+    args = X, np.linspace(-1.0, 1.0, 5), labels, np.arange(10.0).reshape(5, 2)
+    assert_matches_reference(inputs, outputs, *args)
+    assert _single_program(inputs, outputs, *args)

@@ -89,8 +89,15 @@ def test_arrays_sized_by_the_run_time_length(use):
         lambda o, x: at.concatenate([o, at.zeros(x.shape[0] - o.shape[0])]) + x,
         lambda o, x: x[o.shape[0] - 1 :: -1] * o,
         lambda o, x: x[: o.shape[0]] + o,
+        lambda o, x: at.stack([o, x[: o.shape[0]]], axis=1) * x[:2],
     ],
-    ids=["join rows", "pad to an input's length", "input reversed from the length", "input cut to the length"],
+    ids=[
+        "join rows",
+        "pad to an input's length",
+        "input reversed from the length",
+        "input cut to the length",
+        "stacked with an input cut to the length",
+    ],
 )
 def test_values_built_from_the_run_time_length_stay_in_one_program(use):
     """Joins, zeros up to an input's length and slices of inputs at the trace's length: no split, no static input."""
