@@ -48,6 +48,10 @@ only at run time), and it also serves ``until`` loops, which
 ``scan_save_mem`` leaves alone. It runs first because later
 canonicalisation rewrites ``x[1:][-1]`` into an index computed from the
 shape, which no longer says "the last row".
+
+A Scan's inner graph is traced as it is, but for the Scan rewrites above
+and the rewrites the Scan's own mode asks for by name or tag
+(`rewrites_asked_by`), as Aesara's backends compile it with that mode.
 """
 
 from __future__ import annotations
@@ -55,10 +59,11 @@ from __future__ import annotations
 from typing import Any
 
 import aesara.tensor as at
+from aesara.compile.mode import get_mode
 from aesara.graph.basic import Variable, ancestors
 from aesara.graph.fg import FunctionGraph
 from aesara.graph.rewriting.basic import NodeRewriter, SequentialGraphRewriter, in2out
-from aesara.graph.rewriting.db import RewriteDatabaseQuery
+from aesara.graph.rewriting.db import RewriteDatabase, RewriteDatabaseQuery
 from aesara.raise_op import CheckAndRaise
 from aesara.scan.op import Scan
 from aesara.tensor.exceptions import NotScalarConstantError
@@ -273,3 +278,31 @@ JAX_REWRITES = RewriteDatabaseQuery(
 )
 """The rewrite query of the ``"AEJAX"`` mode; ``mode.including(...)`` and
 ``mode.excluding(...)`` refine it as for any Aesara mode."""
+
+OPTIMIZATION_LEVELS = frozenset({"fast_run", "fast_compile", "merge", "fusion", "jax", "numba", *JAX_REWRITES.include})
+"""Tags that only say how much a mode rewrites, which the AEJAX mode decides itself (Aesara's predefined
+optimizers and the JAX and Numba modes include them)."""
+
+
+def rewrites_asked_by(mode: Any) -> Any | None:
+    """The rewrites a Scan's own ``mode`` asks for by name or tag beyond an optimization level; ``None`` if none.
+
+    Aesara compiles a Scan's inner graph with the Scan's mode, so
+    ``scan(..., mode=Mode().including("local_remove_all_assert"))`` removes
+    the step's asserts; the JAX lowering traces the inner graph without
+    Aesara's rewrites, and runs these (without what the AEJAX mode excludes).
+    """
+    mode = get_mode(mode)
+    query = mode.provided_optimizer
+    if not isinstance(query, RewriteDatabaseQuery):
+        return None
+    asked = [tag for tag in query.include if tag not in OPTIMIZATION_LEVELS]
+    if not asked:
+        return None
+    exclude = [*JAX_REWRITES.exclude, *query.exclude]
+    within = RewriteDatabaseQuery(include=asked, exclude=exclude)
+    # a rewrite registered in a sub-database (canonicalize, ...) is found only when its database is selected
+    databases = [name for name in mode.optdb._names if isinstance(mode.optdb[name], RewriteDatabase)]
+    return mode.optdb.query(
+        RewriteDatabaseQuery(include=[*asked, *databases], exclude=exclude, subquery=dict.fromkeys(databases, within))
+    )

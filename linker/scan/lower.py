@@ -67,7 +67,7 @@ from aejax.linker.scan.layout import ScanLayout, split_by
 from aejax.linker.errors import InvalidValueError, LoweringError, variable_name
 from aejax.linker.lowering import LoweredGraph
 from aejax.linker.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, buffer_of, rows_padded
-from aejax.linker.rewrites import scan_rewrites
+from aejax.linker.rewrites import rewrites_asked_by, scan_rewrites
 from aejax.linker.scan.noise import ScanNoise
 from aejax.linker.scan.carry import (
     Carry,
@@ -551,4 +551,7 @@ def _scan(op: Scan, node: Any = None, **kwargs: Any) -> LoweredScan:
     inner = op.fgraph.clone()
     MergeOptimizer().rewrite(inner)
     scan_rewrites.rewrite(inner)
+    asked = rewrites_asked_by(op.mode)
+    if asked is not None:
+        asked.rewrite(inner)
     return LoweredScan(op, node, jax_funcify(inner, **kwargs), inner)

@@ -6,7 +6,8 @@ import aesara
 import aesara.tensor as at
 import numpy as np
 import pytest
-from aesara.compile.mode import get_default_mode
+from aesara.compile.mode import Mode, get_default_mode
+from aesara.raise_op import assert_op
 
 import aejax.linker
 from aejax.linker import JAXCodecLinker
@@ -81,3 +82,29 @@ def test_pickled_function_with_a_random_stream_keeps_drawing():
     assert first.shape == (4,) and not np.allclose(first, second)
     h = pickle.loads(pickle.dumps(f))
     np.testing.assert_array_equal(h(), first)
+
+
+@pytest.mark.parametrize(
+    "scan_mode, asserts_kept",
+    [
+        (Mode().including("local_remove_all_assert"), False),
+        (Mode(optimizer="unsafe"), False),
+        (aejax.linker.mode.including("local_remove_all_assert"), False),
+        (Mode(optimizer="fast_run"), True),
+        (None, True),
+    ],
+    ids=["Mode including", "unsafe optimizer", "AEJAX including", "fast_run", "default"],
+)
+def test_a_scan_steps_with_the_rewrites_its_own_mode_asks_for(scan_mode, asserts_kept):
+    """Aesara compiles a Scan's step with the Scan's mode; the assert it removes is gone on AEJAX too."""
+    start = at.dscalar("start")
+    trace, _ = aesara.scan(lambda v: assert_op(v - 1.0, v > 0), outputs_info=[start], n_steps=3, mode=scan_mode)
+    reference = aesara.function([start], trace, mode="FAST_COMPILE")
+    ours = aesara.function([start], trace, mode=aejax.linker.mode)
+    np.testing.assert_array_equal(ours(5.0), reference(5.0))
+    if asserts_kept:
+        for f in (reference, ours):
+            with pytest.raises(AssertionError):
+                f(1.0)
+    else:
+        np.testing.assert_array_equal(ours(1.0), reference(1.0))
