@@ -19,6 +19,7 @@ from aesara.tensor.type import TensorType
 from aejax.adapters import CodecError, KeyPayloadSpec, StateCodec, codec_for
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, variable_name
+from aejax.linker.host_failures import raised_on_host
 from aejax.linker.lowering import lower_nodes
 from aejax.linker.program import GraphProgram
 
@@ -180,7 +181,13 @@ class HostCall:
         values = host_values
         if self._encodes:
             values = [v if encode is None else encode(v) for encode, v in zip(self._encoders, host_values)]
-        results = self.program(*values)
+        try:
+            results = self.program(*values)
+        except jax.errors.JaxRuntimeError as error:
+            original = raised_on_host(error)
+            if original is None:
+                raise
+            raise original from None
         try:
             outputs = [None if decode is None else decode(r, t) for (decode, t), r in zip(self._decoders, results)]
         except Exception:

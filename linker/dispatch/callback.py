@@ -26,6 +26,7 @@ from aesara.tensor.random.type import RandomStateType
 from aesara.tensor.type import DenseTensorType
 
 from aejax.linker.errors import LoweringError
+from aejax.linker.host_failures import recorded
 from aejax.linker.lowering import fold, host_value, is_numeric, lookup, perform
 from aejax.linker.static_inputs import caller_stacklevel
 
@@ -117,14 +118,18 @@ def perform_callback(
             values = list(fixed)
             for i, value in zip(staged, staged_values):
                 values[i] = value
-            inputs = [
-                converters[i](np.asarray(v)) if i in converters else host_value(v, var)
-                for i, (v, var) in enumerate(zip(values, node.inputs))
-            ]
-            results = perform(node, inputs)
-            return tuple(
-                _host_output(node, i, results[i], shape, dtype) for i, shape, dtype in zip(selected, shapes, dtypes)
-            )
+            try:
+                inputs = [
+                    converters[i](np.asarray(v)) if i in converters else host_value(v, var)
+                    for i, (v, var) in enumerate(zip(values, node.inputs))
+                ]
+                results = perform(node, inputs)
+                return tuple(
+                    _host_output(node, i, results[i], shape, dtype)
+                    for i, shape, dtype in zip(selected, shapes, dtypes)
+                )
+            except Exception as error:
+                raise recorded(error) from error
 
         result_types = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in zip(shapes, dtypes)]
         results = jax.pure_callback(on_host, result_types, *[args[i] for i in staged], vmap_method="sequential")

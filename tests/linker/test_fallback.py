@@ -97,6 +97,25 @@ class Float64Stats(RowStats):
         outputs[0][0] = np.array([x.min(), x.mean(), x.max()], dtype="float64")
 
 
+class CheckedLog(Op):
+    """``log(x)`` that raises a `ValueError` naming the first non-positive entry, as a parameter check does."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        x = at.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        (x,) = inputs
+        if np.any(x <= 0):
+            raise ValueError(f"log needs positive values, got {x[x <= 0][0]}")
+        outputs[0][0] = np.log(x)
+
+    def infer_shape(self, fgraph, node, shapes):
+        return shapes
+
+
 class NoPerform(_NoPythonOp):
     """Neither a JAX lowering nor a Python implementation (Aesara's marker for C-only Ops)."""
 
@@ -257,6 +276,25 @@ def test_unknown_output_shape_raises_naming_the_op():
     with pytest.raises(LoweringError, match="NoShape") as info:
         f(V)
     assert "infer_shape" in str(info.value)
+
+
+@pytest.mark.parametrize("in_loop", [False, True], ids=["graph", "scan step"])
+def test_exception_raised_by_perform_reaches_the_caller_as_it_was(in_loop):
+    """The reference raises the Op's own `ValueError`; so does aejax, not JAX's runtime error, and nothing is stored."""
+    x = at.dvector("x")
+    logs = aesara.scan(lambda x_t: CheckedLog()(x_t), sequences=x)[0] if in_loop else CheckedLog()(x)
+    srng = RandomStream(seed=3)
+    noise = srng.normal(size=3)
+    outputs = [logs, noise]
+    reference, ours = compile_both([x], outputs, updates=srng.updates())
+    with pytest.warns(CallbackWarning):
+        np.testing.assert_allclose(ours(np.array([1.0, 2.0]))[0], reference(np.array([1.0, 2.0]))[0])
+    state = srng.state_updates[0][0].get_value(borrow=False).bit_generator.state
+    for f in (reference, ours, ours):  # the second call of ours takes the path of a warm function
+        with pytest.raises(ValueError, match="log needs positive values, got -2.0"):
+            f(np.array([1.0, -2.0, -3.0]))
+    assert srng.state_updates[0][0].get_value(borrow=False).bit_generator.state == state
+    np.testing.assert_allclose(ours(np.array([3.0]))[0], np.log([3.0]))
 
 
 def test_op_without_perform_still_raises_at_compile_time():
