@@ -47,8 +47,11 @@ from typing import Any, Callable, Iterator, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from aesara.compile.mode import Mode, get_mode
 from aesara.graph.rewriting.basic import MergeOptimizer
-from aesara.graph.basic import Variable, ancestors
+from aesara.link.basic import JITLinker
+from aesara.link.vm import VMLinker
+from aesara.graph.basic import Apply, Variable, ancestors
 from aesara.graph.fg import FunctionGraph
 from aesara.scan.op import Scan
 from aesara.tensor.elemwise import DimShuffle
@@ -251,7 +254,8 @@ class LoweredScan:
             if isinstance(self.node.inputs[position].type, RandomType)
         }
         numeric = [i for i, out in enumerate(self.node.outputs) if not isinstance(out.type, RandomType)]
-        run = perform_callback(self.node, numeric, rng_inputs, why="has a step whose shapes depend on its values")
+        why = "has a step whose shapes depend on its values"
+        run = perform_callback(stepping_on_host(self.node), numeric, rng_inputs, why=why)
         args, new_keys = list(outer), {}
         for position in rng_inputs:
             new_keys[position], args[position] = split_for_host(args[position])
@@ -544,6 +548,34 @@ def traced_once(fn: Callable[..., Any], *example: Any) -> tuple[Callable[..., An
         return jax.tree_util.tree_unflatten(tree, replay(*jax.tree_util.tree_leaves(args)))
 
     return replayed, result
+
+
+def stepping_on_host(node: Apply) -> Apply:
+    """``node``, or a copy whose Scan compiles its step for the host when the Scan's mode is a JIT one.
+
+    Aesara's ``Scan.perform`` compiles the step with the Scan's mode, which is
+    aejax's own when it is the default mode: a jit program per value of each
+    shape-deciding step input, inside a host callback. The copy keeps the
+    mode's rewrites and runs them with Python thunks (no C compilation, as
+    for the rest of an aejax function).
+    """
+    op = node.op
+    mode = get_mode(op.mode)
+    if not isinstance(mode.linker, JITLinker):
+        return node
+    host_mode = Mode(linker=VMLinker(use_cloop=False, c_thunks=False), optimizer=mode.provided_optimizer)
+    twin = Scan(
+        op.inner_inputs,
+        op.inner_outputs,
+        op.info,
+        mode=host_mode,
+        truncate_gradient=op.truncate_gradient,
+        name=op.name,
+        profile=op.profile,
+        allow_gc=op.allow_gc,
+        strict=op.strict,
+    ).make_node(*node.inputs)
+    return twin if [o.type for o in twin.outputs] == [o.type for o in node.outputs] else node
 
 
 @jax_funcify.register(Scan)

@@ -62,3 +62,26 @@ def test_shape_from_a_scalar_input_still_makes_it_static():
         warnings.simplefilter("error", CallbackWarning)
         with pytest.warns(ShapeInputWarning):
             assert_matches_reference([n], totals, 4)
+
+
+def test_step_on_the_host_compiles_no_aejax_function_when_aejax_is_the_default_mode(monkeypatch):
+    """Aesara compiles a Scan's step with the Scan's mode; made under ``config.mode = aejax``, the host
+    step must not be an AEJAX function (one jit program per count, inside the callback)."""
+    created = []
+    original_init = aejax.linker.function.AejaxFunction.__init__
+
+    def counting_init(self, *args, **kwargs):
+        created.append(self)
+        original_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(aejax.linker.function.AejaxFunction, "__init__", counting_init)
+    with aesara.config.change_flags(mode=aejax.linker.mode):
+        y = at.lvector("y")
+        totals, _ = aesara.scan(lambda y_t: at.arange(2, y_t + 1).sum(), sequences=[y])
+        with pytest.warns(CallbackWarning, match="depend on its values"):
+            f = aesara.function([y], totals)
+            got = [f(np.array([n, n + 40])) for n in range(5)]
+    assert created == [f]
+    reference = aesara.function([y], totals, mode="FAST_COMPILE")  # its step is an AEJAX function
+    for n, values in enumerate(got):
+        np.testing.assert_array_equal(values, reference(np.array([n, n + 40])))
