@@ -62,7 +62,7 @@ import aesara.tensor as at
 from aesara.compile.mode import get_mode
 from aesara.graph.basic import Variable, ancestors
 from aesara.graph.fg import FunctionGraph
-from aesara.graph.rewriting.basic import NodeRewriter, SequentialGraphRewriter, in2out
+from aesara.graph.rewriting.basic import GraphRewriter, NodeRewriter, SequentialGraphRewriter, in2out
 from aesara.graph.rewriting.db import RewriteDatabase, RewriteDatabaseQuery
 from aesara.raise_op import CheckAndRaise
 from aesara.scan.op import Scan
@@ -284,7 +284,7 @@ OPTIMIZATION_LEVELS = frozenset({"fast_run", "fast_compile", "merge", "fusion", 
 optimizers and the JAX and Numba modes include them)."""
 
 
-def rewrites_asked_by(mode: Any) -> Any | None:
+def rewrites_asked_by(mode: Any) -> GraphRewriter | None:
     """The rewrites a Scan's own ``mode`` asks for by name or tag beyond an optimization level; ``None`` if none.
 
     Aesara compiles a Scan's inner graph with the Scan's mode, so
