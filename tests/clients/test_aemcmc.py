@@ -12,8 +12,10 @@ the posterior means and standard deviations within Monte Carlo error.
 
 import aesara.tensor as at
 import numpy as np
+import pytest
 from aesara.tensor.random.utils import RandomStream
 from aemcmc import construct_sampler
+from aemcmc.dists import polyagamma
 
 from tests.clients.helpers import assert_means_agree, assert_sds_agree, compile_pair
 
@@ -121,3 +123,13 @@ def test_logistic_regression_gibbs():
     # Both backends' posteriors cover the true coefficients.
     for beta in (ref_beta, cand_beta):
         assert np.all(np.abs(beta.mean(axis=0) - beta_true) < 4 * beta.std(axis=0)), (beta.mean(0), beta.std(0))
+
+
+def test_polyagamma_parameter_check_raises_its_own_error():
+    """The Polya-gamma sampler runs on the host; its ``ValueError`` for ``h <= 0`` reaches the caller as it is."""
+    h = at.dvector("h")
+    reference, candidate = compile_pair([h], RandomStream(2).gen(polyagamma, h, 0.0))
+    for fn in (reference, candidate):
+        with pytest.raises(ValueError, match="Values of `h` must be positive"):
+            fn(np.array([1.0, -1.0]))
+    assert candidate(np.array([1.0, 2.0])).shape == (2,)
