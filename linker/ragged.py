@@ -186,6 +186,11 @@ def buffer_of(value: Any) -> Any:
     return value.buffer if isinstance(value, Ragged) else value
 
 
+def selected_rows_first(value: Any) -> Any:
+    """A `Masked` selection as a `Ragged` value of its rows (`Masked.as_ragged`); anything else as it is."""
+    return value.as_ragged() if isinstance(value, Masked) else value
+
+
 def _clipped(bound: Any, length: Any, default: Any, low: Any, high: Any) -> Any:
     if bound is None:
         return default

@@ -10,6 +10,7 @@ from aejax.linker.dispatch import (  # noqa: F401  (importing registers the lowe
     basic_ops,
     bessel,
     blas,
+    cumulative,
     elemwise,
     extra_ops,
     join,

@@ -20,7 +20,7 @@ from aejax.linker import masked
 from aejax.linker.concrete import static_ints
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.lowering import ragged_elementwise
-from aejax.linker.ragged import Masked, NeedsSplit, Ragged, concatenated_rows
+from aejax.linker.ragged import Masked, NeedsSplit, Ragged, concatenated_rows, selected_rows_first
 
 
 def _concatenated(axis: Any, *tensors: Any) -> Any:
@@ -47,8 +47,7 @@ def _join(op: Join, node: Any, **kwargs: Any) -> Callable[..., Any]:
         (axis,) = static_ints([axis], "the axis of a join")
         if axis % out.ndim != 0:
             return _across_rows(node, axis, tensors)
-        pieces = [t.as_ragged() if isinstance(t, Masked) else t for t in tensors]
-        return concatenated_rows(pieces, out.dtype)
+        return concatenated_rows([selected_rows_first(t) for t in tensors], out.dtype)
 
     join.accepts_ragged = join.accepts_masked = True  # type: ignore[attr-defined]
     return join

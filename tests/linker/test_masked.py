@@ -133,3 +133,14 @@ def test_selections_joined_and_stacked_in_one_program(labels):
     args = X, np.linspace(-1.0, 1.0, 5), labels, np.arange(10.0).reshape(5, 2)
     assert_matches_reference(inputs, outputs, *args)
     assert _single_program(inputs, outputs, *args)
+
+
+@pytest.mark.parametrize("labels", [LABELS, np.zeros(5, "int64"), np.ones(5, "int64")], ids=["some", "none", "all"])
+def test_cumulative_sums_and_products_of_a_selection_in_one_program(labels):
+    x, labels_var, m = at.dvector("x"), at.lvector("labels"), at.dmatrix("m")
+    idx = at.nonzero(at.eq(labels_var, 1))
+    outputs = [at.cumsum(x[idx]), at.sum(at.cumprod(x[idx] + 1)), at.cumsum(m[idx], axis=0), at.cumsum(m[idx])]
+    inputs = [x, labels_var, m]
+    args = X, labels, np.arange(10.0).reshape(5, 2)
+    assert_matches_reference(inputs, outputs, *args)
+    assert _single_program(inputs, outputs, *args)

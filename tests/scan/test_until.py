@@ -90,6 +90,7 @@ def test_arrays_sized_by_the_run_time_length(use):
         lambda o, x: x[o.shape[0] - 1 :: -1] * o,
         lambda o, x: x[: o.shape[0]] + o,
         lambda o, x: at.stack([o, x[: o.shape[0]]], axis=1) * x[:2],
+        lambda o, x: at.cumsum(o) * x[: o.shape[0]],
     ],
     ids=[
         "join rows",
@@ -97,6 +98,7 @@ def test_arrays_sized_by_the_run_time_length(use):
         "input reversed from the length",
         "input cut to the length",
         "stacked with an input cut to the length",
+        "cumulative sum",
     ],
 )
 def test_values_built_from_the_run_time_length_stay_in_one_program(use):
