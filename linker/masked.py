@@ -14,8 +14,9 @@ Nodes that work row by row keep it masked without ever cutting it:
 - ``set_subtensor``/``inc_subtensor`` at masked indices scatter only the
   rows inside the mask;
 - checks only look at rows inside the mask;
-- joins along the rows take the selected rows moved to the front, as a
-  `Ragged` value (`aejax.linker.dispatch.join`).
+- joins along the rows and cumulative sums and products take the selected
+  rows moved to the front, as a `Ragged` value (`ragged.selected_rows_first`,
+  used by `aejax.linker.dispatch.join` and `aejax.linker.dispatch.cumulative`).
 
 This is how aeppl's mixture log-densities (``logp[idx] = logprob(value[idx])``
 with ``idx = nonzero(eq(i, k))``) run inside jit. Any other consumer ends the
