@@ -15,7 +15,9 @@
   destroy-handler work), ``cxx_only`` and ``BlasOpt`` (C and BLAS Ops with no
   JAX lowering), ``fusion`` (XLA fuses elementwise work itself; Aesara's
   `Composite` loops would only hide the graph from it), ``scan_save_mem``
-  (replaced by ours, below), ``local_subtensor_merge`` (it folds ``x[a:b][c:d]``
+  (replaced by ours, below), ``scan_merge`` (replaced by
+  `FixedLengthScanMerge`: Aesara's merges until loops whose conditions look
+  alike but stop at different steps), ``local_subtensor_merge`` (it folds ``x[a:b][c:d]``
   into one slice whose bounds are ``switch`` expressions over the lengths;
   XLA slices a slice for free, while the merged bounds grow the graph: in an
   RNN gradient it ran 1,136 times, took 60% of Aesara's rewriting and left
@@ -66,6 +68,7 @@ from aesara.graph.rewriting.basic import GraphRewriter, NodeRewriter, Sequential
 from aesara.graph.rewriting.db import RewriteDatabase, RewriteDatabaseQuery
 from aesara.raise_op import CheckAndRaise
 from aesara.scan.op import Scan
+from aesara.scan.rewriting import ScanMerge
 from aesara.tensor.exceptions import NotScalarConstantError
 from aesara.scalar.basic import Cast
 from aesara.tensor.basic import AllocEmpty, ScalarFromTensor, TensorFromScalar
@@ -255,11 +258,27 @@ late_rewrites = in2out(
 the result's type (``log1p`` rewrites), as ``local_fill_to_alloc`` would
 have removed it."""
 
+class FixedLengthScanMerge(ScanMerge):
+    """Aesara's ``scan_merge``, for Scans without an ``until`` condition.
+
+    Aesara merges two until loops whose conditions are the same graph of
+    their inner inputs, even when those inputs hold different values (each
+    loop's own state, or a different limit): the merged loop stops where the
+    first loop stops, and the other loop's trace gets that loop's length.
+    """
+
+    def belongs_to_set(self, node: Any, set_nodes: list[Any]) -> bool:
+        return not node.op.info.as_while and super().belongs_to_set(node, set_nodes)
+
+
 EARLY_POSITION = -1.0
 """Where aejax's own rewrites run among Aesara's: before ``merge1`` (position 0)."""
 
 LATE_POSITION = 1.51
 """Where aejax's clean-up runs: after Aesara's stabilization (1.5), where ``local_fill_to_alloc`` would run."""
+
+SCAN_MERGE_POSITION = 1.59
+"""Where `FixedLengthScanMerge` runs: before Aesara's later Scan rewrites (1.6), among which ``scan_merge`` ran."""
 
 JAX_REWRITES = RewriteDatabaseQuery(
     include=["fast_run", "jax_boolean_indexing_sum"],
@@ -269,12 +288,17 @@ JAX_REWRITES = RewriteDatabaseQuery(
         "inplace",
         "fusion",
         "scan_save_mem",
+        "scan_merge",
         "local_subtensor_merge",
         "ShapeOpt",
         "local_adv_sub1_adv_inc_sub1",
         "local_fill_to_alloc",
     ],
-    extra_rewrites=[(early_rewrites, EARLY_POSITION), (late_rewrites, LATE_POSITION)],
+    extra_rewrites=[
+        (early_rewrites, EARLY_POSITION),
+        (late_rewrites, LATE_POSITION),
+        (FixedLengthScanMerge(), SCAN_MERGE_POSITION),
+    ],
 )
 """The rewrite query of the ``"AEJAX"`` mode; ``mode.including(...)`` and
 ``mode.excluding(...)`` refine it as for any Aesara mode."""

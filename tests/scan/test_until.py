@@ -4,6 +4,7 @@ import aesara
 import aesara.tensor as at
 import numpy as np
 import pytest
+from aesara.scan.op import Scan
 from aesara.scan.utils import until
 
 import aejax.linker
@@ -141,3 +142,27 @@ def test_trace_of_a_specified_length_is_checked_in_one_program():
     assert len(f.vm.jit_fn.segments) == 1
     with pytest.raises(aejax.linker.InvalidValueError, match=rf"has shape \(\?,\), .*specifies shape \({length},\)"):
         f(1.0, 1e6)
+
+
+def doubling_until_above(x0, limit):
+    """The trace of ``x0`` doubled until it exceeds ``limit`` (its length is known only at run time)."""
+    trace, _ = aesara.scan(lambda v: (v * 2, until(v > limit)), outputs_info=x0, n_steps=50)
+    return trace
+
+
+@pytest.mark.kind("until")
+def test_until_loops_with_alike_conditions_keep_their_own_lengths():
+    """Aesara's ``scan_merge`` would merge these two loops (same condition graph, other values) into one."""
+    x0, x1, first, second = at.dscalar("x0"), at.dscalar("x1"), at.dscalar("first"), at.dscalar("second")
+    inputs = [x0, x1, first, second]
+    outputs = [doubling_until_above(x0, first), doubling_until_above(x0, second), doubling_until_above(x1, first)]
+    assert_matches_reference(inputs, outputs, 1.0, 20.0, 100.0, 10.0)
+
+
+def test_fixed_length_loops_are_still_merged():
+    x0, x1 = at.dscalar("x0"), at.dscalar("x1")
+    doubled, _ = aesara.scan(lambda v: v * 2, outputs_info=x0, n_steps=10)
+    counted, _ = aesara.scan(lambda v: v + 1, outputs_info=x1, n_steps=10)
+    f = aesara.function([x0, x1], [doubled, counted], mode=aejax.linker.mode)
+    assert sum(isinstance(node.op, Scan) for node in f.maker.fgraph.apply_nodes) == 1
+    assert_matches_reference([x0, x1], [doubled, counted], 1.0, 2.0)
