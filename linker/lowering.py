@@ -35,11 +35,20 @@ from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.type import DenseTensorType, TensorType
 
 from aejax.linker.bounds import length_bound, tracing
-from aejax.linker.checks import NeedsChecks
+from aejax.linker.checks import NeedsChecks, require
 from aejax.linker.concrete import is_shape_failure, is_traced
 from aejax.linker.errors import InvalidValueError, LoweringError, NodeTypeError, NodeValueError, NotStaticError
 from aejax.linker import masked
-from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, RangeRows, each_output, rows_padded
+from aejax.linker.ragged import (
+    RUN_TIME_LENGTH,
+    Masked,
+    NeedsSplit,
+    Ragged,
+    RangeRows,
+    each_output,
+    rows_padded,
+    selected_rows_first,
+)
 
 FOLD_LIMIT = 64
 """Largest number of elements a value may have to be computed with numpy while tracing."""
@@ -269,7 +278,7 @@ def _rows_of_run_time_length(node: Apply, fn: Callable[..., Any], args: Sequence
 def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
     """``fn``, made to take the values of run-time length among ``args``; else `NeedsSplit`."""
     if any(isinstance(arg, Ragged) for arg in args) and not getattr(fn, "accepts_ragged", False):
-        return _taking_ragged(node, fn, args)
+        return _selections_first(_taking_ragged(node, fn, args))
     for var, arg in zip(node.inputs, args):
         if isinstance(arg, RangeRows) and not getattr(fn, "accepts_range", False):
             return _needing_bounds(var)
@@ -279,7 +288,16 @@ def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence
         return lambda *values: masked.elementwise(node, fn, values)
     if masked.is_reduction(node):
         return lambda x: masked.reduction(node, fn, x)
+    if getattr(fn, "accepts_ragged", False):
+        return _selections_first(fn)
+    if masked.is_row_wise(node):  # selections made with different masks
+        return _selections_first(lambda *values: ragged_elementwise(node, fn, values))
     raise NeedsSplit(next(var.owner for var, arg in zip(node.inputs, args) if isinstance(arg, Masked)))
+
+
+def _selections_first(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, taking each `Masked` selection among its arguments as a `Ragged` value of its rows (`Masked.as_ragged`)."""
+    return lambda *values: fn(*[selected_rows_first(v) for v in values])
 
 
 def _ranges_bounded(node: Apply, fn: Callable[..., Any], args: list[Any]) -> list[Any]:
@@ -321,12 +339,25 @@ def ragged_elementwise(node: Apply, fn: Callable[..., Any], args: Sequence[Any])
     ndim = node.outputs[0].type.ndim
     static = [a.shape[0] for a in args if not isinstance(a, Ragged) and jnp.ndim(a) == ndim and jnp.shape(a)[0] != 1]
     rows = static[0] if static else max(a.buffer.shape[0] for a in args if isinstance(a, Ragged))
+    length = static[0] if static else next(a.length for a in args if isinstance(a, Ragged))
+    _require_lengths(node, [a.length for a in args if isinstance(a, Ragged)], length)
     values = [rows_padded(a.buffer, rows) if isinstance(a, Ragged) else a for a in args]
     out = fn(*values)
     if static:
         return out
-    length = next(a.length for a in args if isinstance(a, Ragged))
     return each_output(out, lambda o: Ragged(o, length))
+
+
+def _require_lengths(node: Apply, lengths: Sequence[Any], length: Any) -> None:
+    """Check that the run-time ``lengths`` of ``node``'s arguments are all ``length``, as Aesara requires of their shapes."""
+    differing = [other for other in lengths if other is not length]
+    if differing:
+        require(
+            jnp.all(jnp.stack(differing) == length),
+            ValueError,
+            f"the arguments of node {node} differ in length on axis 0 (lengths known only at run time)",
+            f"node {node}",
+        )
 
 
 def _needing_bounds(var: Variable) -> Callable[..., Any]:

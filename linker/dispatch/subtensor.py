@@ -40,11 +40,11 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     def subtensor(x: Any, *index_values: Any) -> Any:
         indices = tuple(indices_from_subtensor(index_values, idx_list))
         if isinstance(x, Ragged):
-            return ragged_subtensor(x, indices)
+            return ragged_subtensor(x, indices, node)
         if isinstance(x, RangeRows):
             if isinstance(indices[0], slice):
                 return x.sliced(indices[0])
-            return x.row(from_end(x.length, indices[0]))
+            return x.row(row_position(x.length, indices[0], node))
         if any(isinstance(v, Masked) for v in (x, *index_values)):
             return masked.gather(x, index_values, node)
         check_bounds(jnp.shape(x), indices, node)
@@ -112,19 +112,33 @@ def static_slices(indices: tuple[Any, ...]) -> tuple[Any, ...]:
     )
 
 
-def ragged_subtensor(x: Ragged, indices: tuple[Any, ...]) -> Any:
-    """Basic indexing of a `Ragged` value; a slice of its rows is still ragged."""
+def ragged_subtensor(x: Ragged, indices: tuple[Any, ...], node: Any) -> Any:
+    """Basic indexing of ``node``'s `Ragged` value; a slice of its rows is still ragged."""
     first, rest = indices[0], static_slices(indices[1:])
     if not isinstance(first, slice):
-        return ragged_row(x, first)[rest]
+        return ragged_row(x, first, node)[rest]
     rows = x.sliced(first)
     return Ragged(rows.buffer[(slice(None), *rest)], rows.length) if rest else rows
 
 
-def ragged_row(value: Ragged, row: Any) -> Any:
-    """Row ``row`` (negative counts from the run-time end) of a `Ragged` value."""
-    position = from_end(value.length, row)
+def ragged_row(value: Ragged, row: Any, node: Any) -> Any:
+    """Row ``row`` (negative counts from the run-time end) of ``node``'s `Ragged` value."""
+    position = row_position(value.length, row, node)
     return lax.dynamic_index_in_dim(value.buffer, position, keepdims=False)
+
+
+def row_position(length: Any, row: Any, node: Any) -> Any:
+    """Where row ``row`` (negative counts from the end) of ``length`` rows is; `IndexError` past them, as numpy raises."""
+    if is_traced(length):
+        require(
+            (row >= -length) & (row < length),
+            IndexError,
+            f"an index of node {node} is out of bounds for axis 0, whose length is known only at run time",
+            f"node {node}",
+        )
+    else:
+        _check_axis(row, 0, int(length), node)
+    return from_end(length, row)
 
 
 @jax_funcify.register(IncSubtensor)
@@ -138,7 +152,7 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
     def inc_subtensor(x: Any, y: Any, *index_values: Any) -> Any:
         if isinstance(x, Ragged) or isinstance(y, Ragged):
             indices = tuple(indices_from_subtensor(index_values, idx_list))
-            return ragged_update(x, y, indices, set_instead_of_inc)
+            return ragged_update(x, y, indices, set_instead_of_inc, node)
         if any(isinstance(v, Masked) for v in (x, y, *index_values)):
             return masked.scatter(x, y, index_values, set_instead_of_inc, node)
         if by_boolean_mask and is_traced(index_values[0]):
@@ -153,8 +167,8 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
     return inc_subtensor
 
 
-def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: bool) -> Any:
-    """``x`` with ``x[indices]`` set to (or incremented by) ``y``, where ``x`` or ``y`` is `Ragged`.
+def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: bool, node: Any) -> Any:
+    """``node``'s ``x`` with ``x[indices]`` set to (or incremented by) ``y``, where ``x`` or ``y`` is `Ragged`.
 
     The first index picks rows of ``x``'s run-time length: one row, or the
     rows of a slice, each written from the matching row of ``y`` (rows of a
@@ -171,7 +185,7 @@ def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: 
         positions = jnp.where(taken < count, start + taken * step, buffer.shape[0])
         values = values if one_per_row else jnp.broadcast_to(values, (rows,) + buffer[(0, *rest)].shape)
     else:
-        positions = from_end(length, first)
+        positions = row_position(length, first, node)
     target = buffer.at[(positions, *rest)]
     updated = target.set(values, mode="drop") if set_instead_of_inc else target.add(values, mode="drop")
     return Ragged(updated, length) if isinstance(x, Ragged) else updated

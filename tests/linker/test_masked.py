@@ -5,6 +5,7 @@ import aesara.tensor as at
 import numpy as np
 import pytest
 from aesara.raise_op import Assert, CheckAndRaise
+from aesara.scan.utils import until
 
 import aejax.linker
 from tests.reference import assert_matches_reference
@@ -72,10 +73,54 @@ def test_other_consumers_split_the_program(x_and_selection):
     assert_matches_reference([x, labels], outputs, X, LABELS)
 
 
-def test_selections_with_different_masks_split_the_program(x_and_selection):
+def test_selections_with_different_masks_combine_row_by_row_in_one_program(x_and_selection):
+    """Each selection's rows move to the front; lengths that differ raise `ValueError`, as in the reference."""
     x, labels, idx = x_and_selection
     other = at.nonzero(at.eq(labels, 0))
-    assert_matches_reference([x, labels], x[idx][:2] + x[other], X, LABELS)
+    combined = x[idx][:2] + x[other]
+    assert_matches_reference([x, labels], combined, X, LABELS)
+    assert _single_program([x, labels], combined, X, LABELS)
+    reference = aesara.function([x, labels], combined, mode="FAST_COMPILE")
+    ours = aesara.function([x, labels], combined, mode=aejax.linker.mode)
+    with pytest.raises(ValueError):
+        reference(X, np.array([1, 1, 0, 0, 0]))
+    with pytest.raises(ValueError, match="differ in length"):
+        ours(X, np.array([1, 1, 0, 0, 0]))
+
+
+@pytest.mark.parametrize("labels", [LABELS, np.zeros(5, "int64"), np.ones(5, "int64")], ids=["some", "none", "all"])
+def test_slices_and_loops_over_a_selection_in_one_program(labels):
+    """Slicing a selection, or scanning over it, takes its rows moved to the front (a value of run-time length)."""
+    x, labels_var = at.dvector("x"), at.lvector("labels")
+    selected = x[at.nonzero(at.eq(labels_var, 1))]
+    running, _ = aesara.scan(lambda v, total: total + v, sequences=[selected], outputs_info=[at.constant(0.0, dtype="float64")])
+    outputs = [selected[:2] * 3, selected[::-1] + selected, running, at.set_subtensor(selected[1:], 0.0)]
+    assert_matches_reference([x, labels_var], outputs, X, labels)
+    assert _single_program([x, labels_var], outputs, X, labels)
+
+
+def test_a_row_of_a_selection_past_its_length_raises_index_error(x_and_selection):
+    x, labels, idx = x_and_selection
+    k = at.lscalar("k")
+    row = x[idx][k] + 1
+    for k_value in (0, 2, -3):
+        assert_matches_reference([x, labels, k], row, X, LABELS, k_value)
+    ours = aesara.function([x, labels, k], row, mode=aejax.linker.mode)
+    for k_value in (3, -4):
+        with pytest.raises(IndexError, match="out of bounds"):
+            ours(X, LABELS, k_value)
+    with pytest.raises(IndexError, match="out of bounds"):
+        ours(X, np.zeros(5, "int64"), 0)
+    assert len(ours.vm.jit_fn.segments) == 1
+
+
+def test_a_selection_combined_with_an_until_trace_in_one_program(x_and_selection):
+    x, labels, idx = x_and_selection
+    x0 = at.dscalar("x0")
+    trace, _ = aesara.scan(lambda v: (v * 2, until(v > 3)), outputs_info=x0, n_steps=20)
+    inputs, combined = [x, labels, x0], trace + x[idx]
+    assert_matches_reference(inputs, combined, X, LABELS, 1.0)
+    assert _single_program(inputs, combined, X, LABELS, 1.0)
 
 
 @pytest.mark.parametrize("labels", [LABELS, np.zeros(5, "int64"), np.ones(5, "int64")], ids=["some", "none", "all"])

@@ -144,10 +144,48 @@ def test_trace_of_a_specified_length_is_checked_in_one_program():
         f(1.0, 1e6)
 
 
+@pytest.mark.kind("until")
+@pytest.mark.parametrize(
+    "use",
+    [lambda o, k: o[k], lambda o, k: at.set_subtensor(o[k], 0.0), lambda o, k: at.arange(o.shape[0])[k]],
+    ids=["row of the trace", "update of a row", "row of arange(length)"],
+)
+def test_a_row_past_the_run_time_length_raises_index_error(use):
+    """Rows inside the trace match the reference; one past either end raises `IndexError` as it does, not padding."""
+    (x0, a), out = newton_sqrt()
+    k = at.lscalar("k")
+    inputs, result = [x0, a, k], use(out, k)
+    length = len(aesara.function([x0, a], out, mode="FAST_COMPILE")(1.0, 2.0))
+    for row in (0, length - 1, -length):
+        assert_matches_reference(inputs, result, 1.0, 2.0, row)
+    reference = aesara.function(inputs, result, mode="FAST_COMPILE")
+    ours = aesara.function(inputs, result, mode=aejax.linker.mode)
+    for row in (length, -length - 1):
+        with pytest.raises(IndexError):
+            reference(1.0, 2.0, row)
+        with pytest.raises(IndexError, match="out of bounds"):
+            ours(1.0, 2.0, row)
+
+
 def doubling_until_above(x0, limit):
     """The trace of ``x0`` doubled until it exceeds ``limit`` (its length is known only at run time)."""
     trace, _ = aesara.scan(lambda v: (v * 2, until(v > limit)), outputs_info=x0, n_steps=50)
     return trace
+
+
+@pytest.mark.kind("until")
+def test_traces_of_different_run_time_lengths_combined_raise_value_error():
+    x0, first, second, x = at.dscalar("x0"), at.dscalar("first"), at.dscalar("second"), at.dvector("x")
+    out, shorter = doubling_until_above(x0, first), doubling_until_above(x0, second)
+    inputs, result = [x0, first, second, x], [out + shorter, out + x[: shorter.shape[0]]]
+    values = np.linspace(0.0, 1.0, 60)
+    assert_matches_reference(inputs, result, 1.0, 100.0, 100.0, values)
+    reference = aesara.function(inputs, result, mode="FAST_COMPILE")
+    ours = aesara.function(inputs, result, mode=aejax.linker.mode)
+    with pytest.raises(ValueError):
+        reference(1.0, 100.0, 10.0, values)
+    with pytest.raises(ValueError, match="differ in length"):
+        ours(1.0, 100.0, 10.0, values)
 
 
 @pytest.mark.kind("until")
