@@ -210,7 +210,8 @@ class LoweredGraph:
     says ``accepts_range`` (a Scan sequence), else as a `Ragged` buffer of
     its bound from the graph (`aejax.linker.bounds`) when there is one; a
     `Masked` selection where it says ``accepts_masked`` or the node works
-    row by row (`aejax.linker.masked`). Any other consumer raises
+    row by row (`aejax.linker.masked`), else as a `Ragged` value of its rows
+    where a `Ragged` value is taken. Any other consumer raises
     `NeedsSplit`, asking the linker to end the jit program after the node
     that made it; so does a shape that needs such a value's length while
     tracing, unless the node that needs it takes a `Ragged` value and its

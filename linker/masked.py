@@ -16,12 +16,16 @@ Nodes that work row by row keep it masked without ever cutting it:
 - checks only look at rows inside the mask;
 - joins along the rows and cumulative sums and products take the selected
   rows moved to the front, as a `Ragged` value (`ragged.selected_rows_first`,
-  used by `aejax.linker.dispatch.join` and `aejax.linker.dispatch.cumulative`).
+  used by `aejax.linker.dispatch.join` and `aejax.linker.dispatch.cumulative`);
+  so does every lowering that takes `Ragged` values (rows and slices of the
+  selection, Scans over it) and elementwise Ops that combine it with a
+  selection made by another mask or with a `Ragged` value
+  (`aejax.linker.lowering`).
 
 This is how aeppl's mixture log-densities (``logp[idx] = logprob(value[idx])``
-with ``idx = nonzero(eq(i, k))``) run inside jit. Any other consumer ends the
-jit program after the node that made the value, which is then cut to its
-length on the host, as for a `Ragged` trace.
+with ``idx = nonzero(eq(i, k))``) run inside jit. Any other consumer (a sort,
+a ``dot``) ends the jit program after the node that made the value, which is
+then cut to its length on the host, as for a `Ragged` trace.
 """
 
 from __future__ import annotations

@@ -258,6 +258,7 @@ late_rewrites = in2out(
 the result's type (``log1p`` rewrites), as ``local_fill_to_alloc`` would
 have removed it."""
 
+
 class FixedLengthScanMerge(ScanMerge):
     """Aesara's ``scan_merge``, for Scans without an ``until`` condition.
 

@@ -85,12 +85,14 @@ def _dtype_kind(index: Any) -> str:
     return np.dtype(dtype if dtype is not None else type(index)).kind
 
 
-def _check_axis(index: Any, axis: int, size: int, node: Any) -> None:
-    if is_traced(index):
+def _check_axis(index: Any, axis: int, size: Any, node: Any) -> None:
+    """Check ``index`` against ``size``, the size of ``axis`` (traced for a value of run-time length)."""
+    if is_traced(index) or is_traced(size):
+        of_size = "whose length is known only at run time" if is_traced(size) else f"with size {size}"
         require(
             (index >= -size) & (index < size),
             IndexError,
-            f"an index of node {node} is out of bounds for axis {axis} with size {size}",
+            f"an index of node {node} is out of bounds for axis {axis} {of_size}",
             f"node {node}",
         )
         return
@@ -129,15 +131,7 @@ def ragged_row(value: Ragged, row: Any, node: Any) -> Any:
 
 def row_position(length: Any, row: Any, node: Any) -> Any:
     """Where row ``row`` (negative counts from the end) of ``length`` rows is; `IndexError` past them, as numpy raises."""
-    if is_traced(length):
-        require(
-            (row >= -length) & (row < length),
-            IndexError,
-            f"an index of node {node} is out of bounds for axis 0, whose length is known only at run time",
-            f"node {node}",
-        )
-    else:
-        _check_axis(row, 0, int(length), node)
+    _check_axis(row, 0, length, node)
     return from_end(length, row)
 
 
