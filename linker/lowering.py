@@ -285,13 +285,13 @@ def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence
             return _needing_bounds(var)
     if not any(isinstance(arg, Masked) for arg in args) or getattr(fn, "accepts_masked", False):
         return fn
-    if masked.is_row_wise(node) and masked.share_one_mask(args):
+    if masked.is_row_wise(node) and masked.share_one_mask(args) and not _whole_array_rows(node, args):
         return lambda *values: masked.elementwise(node, fn, values)
     if masked.is_reduction(node):
         return lambda x: masked.reduction(node, fn, x)
     if getattr(fn, "accepts_ragged", False):
         return _selections_first(fn)
-    if masked.is_row_wise(node):  # selections made with different masks
+    if masked.is_row_wise(node):  # selections made with different masks, or with whole arrays
         return _selections_first(lambda *values: ragged_elementwise(node, fn, values))
     raise NeedsSplit(next(var.owner for var, arg in zip(node.inputs, args) if isinstance(arg, Masked)))
 
@@ -337,8 +337,7 @@ def ragged_elementwise(node: Apply, fn: Callable[..., Any], args: Sequence[Any])
     full-length argument: then the result is cut to that static length;
     otherwise it is ragged, its buffer as long as the longest.
     """
-    ndim = node.outputs[0].type.ndim
-    static = [a.shape[0] for a in args if not isinstance(a, Ragged) and jnp.ndim(a) == ndim and jnp.shape(a)[0] != 1]
+    static = _whole_array_rows(node, args)
     rows = static[0] if static else max(a.buffer.shape[0] for a in args if isinstance(a, Ragged))
     length = static[0] if static else next(a.length for a in args if isinstance(a, Ragged))
     _require_lengths(node, [a.length for a in args if isinstance(a, Ragged)], length)
@@ -347,6 +346,16 @@ def ragged_elementwise(node: Apply, fn: Callable[..., Any], args: Sequence[Any])
     if static:
         return out
     return each_output(out, lambda o: Ragged(o, length))
+
+
+def _whole_array_rows(node: Apply, args: Sequence[Any]) -> list[int]:
+    """The rows of each of ``node``'s ``args`` that is an array along its output's rows (not one broadcast along them)."""
+    ndim = node.outputs[0].type.ndim
+    return [
+        jnp.shape(a)[0]
+        for a in args
+        if not isinstance(a, RUN_TIME_LENGTH) and jnp.ndim(a) == ndim and jnp.shape(a)[0] != 1
+    ]
 
 
 def _require_lengths(node: Apply, lengths: Sequence[Any], length: Any) -> None:

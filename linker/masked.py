@@ -33,9 +33,11 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import jax.numpy as jnp
+import numpy as np
 from aesara.graph.basic import Apply
 from aesara.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 
+from aejax.linker.checks import require
 from aejax.linker.errors import LoweringError
 from aejax.linker.ragged import Masked, each_output
 
@@ -87,8 +89,23 @@ def reduction(node: Apply, fn: Callable[..., Any], x: Masked) -> Any:
             f"node {node} reduces a selection x[nonzero(m)] without reducing over its rows",
             node=node,
         )
-    filled = jnp.where(_along_rows(x.mask, x.buffer.ndim), x.buffer, jnp.asarray(identity, x.buffer.dtype))
-    return fn(filled)
+    if np.isinf(identity):  # max and min: numpy has no identity for them, and refuses an empty selection
+        require(
+            x.length > 0,
+            ValueError,
+            f"node {node} reduces an empty selection, and its reduction has no identity",
+            f"node {node}",
+        )
+    fill = jnp.asarray(_within_dtype(identity, x.buffer.dtype), x.buffer.dtype)
+    return fn(jnp.where(_along_rows(x.mask, x.buffer.ndim), x.buffer, fill))
+
+
+def _within_dtype(identity: Any, dtype: Any) -> Any:
+    """``identity``, an infinity made the extreme value of an integer or boolean ``dtype``."""
+    if not np.isinf(identity) or jnp.issubdtype(dtype, jnp.floating):
+        return identity
+    bounds = (False, True) if dtype == jnp.bool_ else (jnp.iinfo(dtype).min, jnp.iinfo(dtype).max)
+    return bounds[1] if identity > 0 else bounds[0]
 
 
 def holds(condition: Any) -> Any:
@@ -101,17 +118,62 @@ def holds(condition: Any) -> Any:
 def gather(x: Any, indices: Sequence[Any], node: Apply) -> Masked:
     """``x[indices]`` for masked integer indices (one per leading axis)."""
     mask = common_mask(indices, node)
+    _require_in_bounds(x, indices, mask, node)
     return Masked(jnp.asarray(x)[tuple(rows(i) for i in indices)], mask)
 
 
+def _require_in_bounds(x: Any, indices: Sequence[Any], mask: Any, node: Apply) -> None:
+    """Check the selected entries of masked integer ``indices`` against the axes of ``x`` they index."""
+    for axis, index in enumerate(indices):
+        size = jnp.shape(x)[axis]
+        inside = (rows(index) >= -size) & (rows(index) < size)
+        require(
+            jnp.all(inside | jnp.logical_not(mask)),
+            IndexError,
+            f"an index of node {node} is out of bounds for axis {axis} with size {size}",
+            f"node {node}",
+        )
+
+
 def scatter(x: Any, values: Any, indices: Sequence[Any], set_instead_of_inc: bool, node: Apply) -> Any:
-    """``x`` with ``values`` set at (or added to) masked integer ``indices``; other rows dropped."""
+    """``x`` with ``values`` set at (or added to) masked integer ``indices``; other rows dropped.
+
+    ``values`` is masked like the indices, or broadcast to every selected
+    row, or an array with one row per selected row, in order.
+    """
     mask = common_mask([*indices, values], node)
     x = jnp.asarray(x)
-    first = jnp.where(mask, rows(indices[0]), x.shape[0])
-    target = x.at[(first, *[rows(i) for i in indices[1:]])]
+    _require_in_bounds(x, indices, mask, node)
+    positions = [rows(i) for i in indices]
+    if _one_row_per_selected(values, x, indices):
+        positions = _first_selected(positions, mask, jnp.shape(values)[0], node)
+        mask = positions[0] >= 0
+    first = jnp.where(mask, positions[0], x.shape[0])
+    target = x.at[(first, *positions[1:])]
     update = rows(values)
     return target.set(update, mode="drop") if set_instead_of_inc else target.add(update, mode="drop")
+
+
+def _one_row_per_selected(values: Any, x: Any, indices: Sequence[Any]) -> bool:
+    """Whether ``values`` is an array with a row for each row of ``x[indices]`` (not masked, not broadcast)."""
+    selected_ndim = jnp.ndim(x) - len(indices) + 1
+    return not isinstance(values, Masked) and jnp.ndim(values) == selected_ndim and jnp.shape(values)[0] != 1
+
+
+def _first_selected(positions: Sequence[Any], mask: Any, count: int, node: Apply) -> list[Any]:
+    """The first ``count`` selected entries of each of ``positions``, in order (``-1`` past the selection).
+
+    The selection must have ``count`` rows, as Aesara requires of the values
+    set at it.
+    """
+    require(
+        jnp.sum(mask) == count,
+        ValueError,
+        f"node {node} sets {count} rows at a selection of another length (known only at run time)",
+        f"node {node}",
+    )
+    (order,) = jnp.nonzero(mask, size=count, fill_value=-1)
+    return [jnp.where(order >= 0, jnp.take(p, order, mode="clip"), -1) for p in positions]
 
 
 def is_row_wise(node: Apply) -> bool:

@@ -101,9 +101,11 @@ def last_row_reads(fgraph: FunctionGraph, var: Variable, skipped: int = 0) -> li
         if index is None:
             return None
         first = index[0]
+        if len(index) != 1:
+            return None
         if first == -1:
             reads.append((client.outputs[0], skipped))
-        elif isinstance(first, slice) and first.stop is None and first.step is None and len(index) == 1:
+        elif isinstance(first, slice) and first.stop is None and first.step is None:
             tails = last_row_reads(fgraph, client.outputs[0], skipped + max(int(first.start or 0), 0))
             if tails is None:
                 return None

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import aesara
 import numpy as np
+import pytest
 
 import aejax.linker
 
@@ -34,3 +35,14 @@ def assert_matches_reference(
         assert g.shape == e.shape, (g.shape, e.shape)
         np.testing.assert_allclose(g, e, rtol=rtol, atol=1e-12)
     return got
+
+
+def assert_raises_like_reference(
+    inputs: Sequence[Any], outputs: Any, args: Sequence[Any], error: type[BaseException], match: str, **kwargs: Any
+) -> None:
+    """The reference backend raises ``error`` for ``args``, and aejax raises it with a message matching ``match``."""
+    reference, ours = compile_both(inputs, outputs, **kwargs)
+    with pytest.raises(error):
+        reference(*args)
+    with pytest.raises(error, match=match):
+        ours(*args)

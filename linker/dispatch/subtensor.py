@@ -165,8 +165,8 @@ def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: 
     """``node``'s ``x`` with ``x[indices]`` set to (or incremented by) ``y``, where ``x`` or ``y`` is `Ragged`.
 
     The first index picks rows of ``x``'s run-time length: one row, or the
-    rows of a slice, each written from the matching row of ``y`` (rows of a
-    ragged ``y`` beyond the slice's length are dropped).
+    rows of a slice, each written from the matching row of ``y`` (which has
+    as many rows as the slice, or one, broadcast).
     """
     buffer, length = (x.buffer, x.length) if isinstance(x, Ragged) else (jnp.asarray(x), x.shape[0])
     first, rest = indices[0], static_slices(indices[1:])
@@ -174,6 +174,13 @@ def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: 
     if isinstance(first, slice):
         start, step, count = slice_positions(length, first)
         one_per_row = isinstance(y, Ragged) or (values.ndim == buffer.ndim and values.shape[0] != 1)
+        if one_per_row:
+            require(
+                (y.length if isinstance(y, Ragged) else values.shape[0]) == count,
+                ValueError,
+                f"node {node} sets a slice of rows from a value of another length (known only at run time)",
+                f"node {node}",
+            )
         rows = values.shape[0] if one_per_row else buffer.shape[0]
         taken = jnp.arange(rows)
         positions = jnp.where(taken < count, start + taken * step, buffer.shape[0])

@@ -18,6 +18,7 @@ from aesara.tensor.basic import Alloc, AllocEmpty, ARange, Eye, Tri
 from aesara.tensor.extra_ops import BroadcastTo
 from jax import lax
 
+from aejax.linker.checks import require
 from aejax.linker.concrete import is_traced, static_ints, static_scalars
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import AllocationError, NotStaticError
@@ -63,14 +64,15 @@ def bounded_shape(shape: tuple[Any, ...], leading: Any) -> tuple[tuple[int, ...]
 
     A traced leading size is allocated at its bound from the graph (``leading``
     is the size's variable, `aejax.linker.bounds`); the length is then traced
-    (``None`` when the shape is static), clipped to ``[0, bound]``: a negative
-    run-time size gives an empty value where Aesara would raise.
+    (``None`` when the shape is static), at most the bound. A negative
+    run-time size raises `ValueError` after the call, as numpy does.
     """
     if not shape or not is_traced(shape[0]):
         return static_ints(shape), None
     bound = None if leading is None else upper_bound(leading)
     if bound is None:
         raise NotStaticError(f"a size or shape must be known while tracing (size {leading} has no bound)")
+    require(shape[0] >= 0, ValueError, f"the size {leading} is negative", f"size {leading}")
     return (max(bound, 0), *static_ints(shape[1:])), jnp.clip(shape[0], 0, bound)
 
 

@@ -140,6 +140,21 @@ def unwrapped(buffers: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     )
 
 
+def without_padding_rows(results: list[Any], lengths: Sequence[Any]) -> list[Any]:
+    """An until loop's ``results``, each trace of a buffer of run-time length shorter by that buffer's padding rows.
+
+    `ordered_history` cuts a trace by the steps the loop did not run, from
+    the end of its buffer; a buffer of run-time length (a loop over a
+    sequence of run-time length) is bound-sized, and its rows past that
+    length were never part of the trace.
+    """
+    cut = [
+        Ragged(r.buffer, r.length - (r.buffer.shape[0] - n)) if n is not None and isinstance(r, Ragged) else r
+        for r, n in zip(results, lengths)
+    ]
+    return cut + results[len(lengths) :]
+
+
 def with_lengths(results: list[Any], lengths: Sequence[Any]) -> list[Any]:
     """``results`` with the first ones `Ragged` where their length is a run-time one."""
     wrapped = [r if n is None or isinstance(r, Ragged) else Ragged(r, n) for r, n in zip(results, lengths)]
@@ -299,7 +314,9 @@ class LoweredScan:
             values = self.with_noise(values)
         plan = LoopPlan(values, [b.shape[0] > sw.width for b, sw in zip(values.sots, self.windows)])
         results = self.while_loop(plan) if self.layout.as_while or bounded else self.fixed_loop(plan)
-        if not self.layout.as_while:
+        if self.layout.as_while:
+            results = without_padding_rows(results, lengths)
+        else:
             results = self.sots_of_run_time_length(results, n_steps, sot_lengths)
         return with_lengths(results, lengths)
 

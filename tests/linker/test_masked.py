@@ -8,7 +8,7 @@ from aesara.raise_op import Assert, CheckAndRaise
 from aesara.scan.utils import until
 
 import aejax.linker
-from tests.reference import assert_matches_reference
+from tests.reference import assert_matches_reference, assert_raises_like_reference
 
 X = np.array([0.5, -1.0, 2.0, 3.5, -0.25])
 LABELS = np.array([0, 1, 1, 0, 1])
@@ -80,12 +80,7 @@ def test_selections_with_different_masks_combine_row_by_row_in_one_program(x_and
     combined = x[idx][:2] + x[other]
     assert_matches_reference([x, labels], combined, X, LABELS)
     assert _single_program([x, labels], combined, X, LABELS)
-    reference = aesara.function([x, labels], combined, mode="FAST_COMPILE")
-    ours = aesara.function([x, labels], combined, mode=aejax.linker.mode)
-    with pytest.raises(ValueError):
-        reference(X, np.array([1, 1, 0, 0, 0]))
-    with pytest.raises(ValueError, match="differ in length"):
-        ours(X, np.array([1, 1, 0, 0, 0]))
+    assert_raises_like_reference([x, labels], combined, (X, np.array([1, 1, 0, 0, 0])), ValueError, "differ in length")
 
 
 @pytest.mark.parametrize("labels", [LABELS, np.zeros(5, "int64"), np.ones(5, "int64")], ids=["some", "none", "all"])
@@ -189,3 +184,39 @@ def test_cumulative_sums_and_products_of_a_selection_in_one_program(labels):
     args = X, labels, np.arange(10.0).reshape(5, 2)
     assert_matches_reference(inputs, outputs, *args)
     assert _single_program(inputs, outputs, *args)
+
+
+def test_a_selection_with_a_whole_array_of_its_length(x_and_selection):
+    """``x[idx] + y`` pairs the selected rows with ``y``'s rows: ``y`` as long as the selection, else `ValueError`."""
+    x, labels, idx = x_and_selection
+    y = at.dvector("y")
+    assert_matches_reference([x, labels, y], x[idx] * 2 + y, X, LABELS, np.arange(3.0))
+    assert_raises_like_reference([x, labels, y], x[idx] + y, (X, LABELS, np.arange(5.0)), ValueError, "differ in length")
+
+
+@pytest.mark.parametrize("update", [at.set_subtensor, at.inc_subtensor], ids=["set", "inc"])
+def test_values_with_one_row_per_selected_row(x_and_selection, update):
+    x, labels, idx = x_and_selection
+    y = at.dvector("y")
+    assert_matches_reference([x, labels, y], update(x[idx], y), X, LABELS, np.arange(3.0))
+    assert_raises_like_reference([x, labels, y], update(x[idx], y), (X, LABELS, np.arange(4.0)), ValueError, "another length")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+def test_max_and_min_of_a_selection_and_of_an_empty_one(x_and_selection, dtype):
+    x, labels, idx = x_and_selection
+    selected = at.cast(x[idx] * 4, dtype)
+    outputs = [at.max(selected), at.min(selected)]
+    assert_matches_reference([x, labels], outputs, X, LABELS)
+    for output in outputs:
+        assert_raises_like_reference([x, labels], output, (X, np.zeros(5, "int64")), ValueError, "empty selection")
+
+
+def test_an_index_array_of_run_time_length_is_checked_against_the_axis():
+    """``y[k]`` and ``inc_subtensor(y[k], 1)`` for ``k`` an until loop's integer trace (it enters the next program masked)."""
+    limit, y = at.dscalar("limit"), at.dvector("y")
+    k, _ = aesara.scan(lambda k: (k + 1, until(k + 1 > limit)), outputs_info=at.constant(0, dtype="int64"), n_steps=10)
+    outputs = [y[k], at.inc_subtensor(y[k], at.constant(1.0, dtype="float64"))]
+    assert_matches_reference([limit, y], outputs, 3.0, np.arange(6.0))
+    for output in outputs:
+        assert_raises_like_reference([limit, y], output, (3.0, np.arange(2.0)), IndexError, "out of bounds")

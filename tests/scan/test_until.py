@@ -8,7 +8,7 @@ from aesara.scan.op import Scan
 from aesara.scan.utils import until
 
 import aejax.linker
-from tests.reference import assert_matches_reference
+from tests.reference import assert_matches_reference, assert_raises_like_reference
 
 
 def newton_sqrt(max_steps=100):
@@ -180,12 +180,7 @@ def test_traces_of_different_run_time_lengths_combined_raise_value_error():
     inputs, result = [x0, first, second, x], [out + shorter, out + x[: shorter.shape[0]]]
     values = np.linspace(0.0, 1.0, 60)
     assert_matches_reference(inputs, result, 1.0, 100.0, 100.0, values)
-    reference = aesara.function(inputs, result, mode="FAST_COMPILE")
-    ours = aesara.function(inputs, result, mode=aejax.linker.mode)
-    with pytest.raises(ValueError):
-        reference(1.0, 100.0, 10.0, values)
-    with pytest.raises(ValueError, match="differ in length"):
-        ours(1.0, 100.0, 10.0, values)
+    assert_raises_like_reference(inputs, result, (1.0, 100.0, 10.0, values), ValueError, "differ in length")
 
 
 @pytest.mark.kind("until")
@@ -204,3 +199,56 @@ def test_fixed_length_loops_are_still_merged():
     f = aesara.function([x0, x1], [doubled, counted], mode=aejax.linker.mode)
     assert sum(isinstance(node.op, Scan) for node in f.maker.fgraph.apply_nodes) == 1
     assert_matches_reference([x0, x1], [doubled, counted], 1.0, 2.0)
+
+
+@pytest.mark.kind("until")
+@pytest.mark.parametrize("limit", [3.0, 40.0, 1e6], ids=["stops early", "stops at the last row", "runs every row"])
+def test_until_loop_over_a_sequence_of_run_time_length(limit):
+    """An until loop over another loop's trace: its own trace has the steps it ran, without the padding rows."""
+    x0, bound = at.dscalar("x0"), at.dscalar("bound")
+    sequence = doubling_until_above(x0, 50.0)
+    running, _ = aesara.scan(
+        lambda v, total: (total + v, until(total + v > bound)),
+        sequences=[sequence],
+        outputs_info=[at.constant(0.0, dtype="float64")],
+    )
+    assert_matches_reference([x0, bound], [running, running.shape[0]], 1.0, limit)
+
+
+@pytest.mark.kind("until")
+@pytest.mark.parametrize(
+    "use, fitting, other",
+    [
+        (lambda o, y: at.inc_subtensor(o[:2], y), 2, 3),
+        (lambda o, y: at.set_subtensor(o[::2], y), 2, 3),
+        (lambda o, y: at.set_subtensor(y[: o.shape[0]], o), 4, 2),
+    ],
+    ids=["inc first rows", "set every other row", "set an input's first rows from the trace"],
+)
+def test_slices_set_from_values_of_another_length_raise_value_error(use, fitting, other):
+    """The trace has 3 rows; ``y`` has ``fitting`` rows, then ``other`` rows, which the slice cannot take."""
+    x0, limit, y = at.dscalar("x0"), at.dscalar("limit"), at.dvector("y")
+    inputs, result = [x0, limit, y], use(doubling_until_above(x0, limit), y)
+    assert_matches_reference(inputs, result, 1.0, 3.0, np.arange(float(fitting)))
+    assert_raises_like_reference(inputs, result, (1.0, 3.0, np.arange(float(other))), ValueError, "another length")
+
+
+@pytest.mark.kind("until")
+def test_an_array_sized_by_a_negative_run_time_length_raises_value_error():
+    x0, limit = at.dscalar("x0"), at.dscalar("limit")
+    padding = at.zeros(5 - doubling_until_above(x0, limit).shape[0])
+    assert_matches_reference([x0, limit], padding, 1.0, 3.0)
+    assert_raises_like_reference([x0, limit], padding, (1.0, 100.0), ValueError, "negative")
+
+
+@pytest.mark.parametrize("stops_early", [True, False], ids=["until loop", "fixed loop"])
+def test_an_entry_of_the_last_row_of_a_matrix_trace(stops_early, caplog):
+    """``trace[-1, 1]`` reads one entry of the last row: not a last-row read that `ScanKeepLast` may shrink."""
+    v, limit = at.dvector("v"), at.dscalar("limit")
+
+    def step(x, limit):
+        return (x * 2, until(x.sum() * 2 > limit)) if stops_early else x * 2
+
+    trace, _ = aesara.scan(step, outputs_info=[v], non_sequences=[limit], n_steps=8)
+    assert_matches_reference([v, limit], [trace[-1, 1], trace[-1]], np.array([1.0, 2.0]), 10.0)
+    assert "Rewrite failure" not in caplog.text
