@@ -1,7 +1,8 @@
 """Selections whose length depends on values: ``x[nonzero(mask)]`` inside jit.
 
 ``nonzero`` of a traced array has a data-dependent length, which JAX cannot
-trace. aejax lowers it to a `Masked` value instead: a buffer as long as the
+trace. aejax lowers it to a `Masked` value instead (and ``x[mask]`` of a
+traced boolean mask to the same selection): a buffer as long as the
 mask, of which only the rows where the mask holds are the value (in order).
 Nodes that work row by row keep it masked without ever cutting it:
 
@@ -81,12 +82,14 @@ def elementwise(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Any
 
 
 def reduction(node: Apply, fn: Callable[..., Any], x: Masked) -> Any:
-    """A reduction of a masked value: rows outside the mask hold the identity."""
+    """A reduction of a masked value: over its rows, rows outside the mask hold the identity; else row by row."""
     identity = getattr(node.op.scalar_op, "identity", None)
     axes = range(x.buffer.ndim) if node.op.axis is None else node.op.axis
-    if identity is None or 0 not in axes:
+    if 0 not in axes:
+        return Masked(fn(x.buffer), x.mask)
+    if identity is None:
         raise LoweringError(
-            f"node {node} reduces a selection x[nonzero(m)] without reducing over its rows",
+            f"node {node} reduces the rows of a selection x[nonzero(m)] with a scalar Op that has no identity",
             node=node,
         )
     if np.isinf(identity):  # max and min: numpy has no identity for them, and refuses an empty selection

@@ -28,7 +28,7 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.concrete import is_traced, static_scalars
 from aejax.linker.errors import IndexOutOfBoundsError
 from aejax.linker import masked
-from aejax.linker.ragged import Masked, Ragged, RangeRows, from_end, slice_positions
+from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, Ragged, RangeRows, from_end, selected_rows_first, slice_positions
 
 
 @jax_funcify.register(Subtensor)
@@ -36,8 +36,11 @@ from aejax.linker.ragged import Masked, Ragged, RangeRows, from_end, slice_posit
 @jax_funcify.register(AdvancedSubtensor1)
 def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     idx_list = getattr(op, "idx_list", None)
+    by_boolean_mask = isinstance(op, AdvancedSubtensor) and _boolean_mask_only(node.inputs[1:])
 
     def subtensor(x: Any, *index_values: Any) -> Any:
+        if by_boolean_mask and is_traced(index_values[0]) and not isinstance(x, RUN_TIME_LENGTH):
+            return masked.gather(x, masked.nonzero_positions(index_values[0]), node)
         indices = tuple(indices_from_subtensor(index_values, idx_list))
         if isinstance(x, Ragged):
             return ragged_subtensor(x, indices, node)
@@ -141,16 +144,16 @@ def row_position(length: Any, row: Any, node: Any) -> Any:
 def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     idx_list = getattr(op, "idx_list", None)
     set_instead_of_inc = op.set_instead_of_inc
-    by_boolean_mask = _boolean_mask_only(node)
+    by_boolean_mask = isinstance(op, AdvancedIncSubtensor) and _boolean_mask_only(node.inputs[2:])
 
     def inc_subtensor(x: Any, y: Any, *index_values: Any) -> Any:
+        if by_boolean_mask and is_traced(index_values[0]) and not isinstance(x, RUN_TIME_LENGTH):
+            return boolean_mask_update(jnp.asarray(x), y, index_values[0], set_instead_of_inc, node)
         if isinstance(x, Ragged) or isinstance(y, Ragged):
             indices = tuple(indices_from_subtensor(index_values, idx_list))
             return ragged_update(x, y, indices, set_instead_of_inc, node)
         if any(isinstance(v, Masked) for v in (x, y, *index_values)):
             return masked.scatter(x, y, index_values, set_instead_of_inc, node)
-        if by_boolean_mask and is_traced(index_values[0]):
-            return boolean_mask_update(jnp.asarray(x), y, index_values[0], set_instead_of_inc, node)
         indices = tuple(indices_from_subtensor(index_values, idx_list) if idx_list else index_values)
         check_bounds(jnp.shape(x), indices, node)
         target = jnp.asarray(x).at[indices]
@@ -192,10 +195,9 @@ def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: 
     return Ragged(updated, length) if isinstance(x, Ragged) else updated
 
 
-def _boolean_mask_only(node: Any) -> bool:
-    """Whether ``node`` is ``inc/set_subtensor(x[mask], y)`` with a single boolean index."""
-    indices = node.inputs[2:]
-    return isinstance(node.op, AdvancedIncSubtensor) and len(indices) == 1 and indices[0].type.dtype == "bool"
+def _boolean_mask_only(indices: Sequence[Any]) -> bool:
+    """Whether the index variables ``indices`` are a single boolean mask (``x[mask]``)."""
+    return len(indices) == 1 and indices[0].type.dtype == "bool"
 
 
 def boolean_mask_update(x: Any, y: Any, mask: Any, set_instead_of_inc: bool, node: Any) -> Any:
@@ -209,19 +211,26 @@ def boolean_mask_update(x: Any, y: Any, mask: Any, set_instead_of_inc: bool, nod
     check fails the call when their numbers differ.
     """
     tail = x.shape[mask.ndim :]
-    y = jnp.asarray(y, x.dtype)
-    if y.ndim > len(tail) and y.shape[0] != 1:
-        flat_mask = jnp.ravel(mask)
-        selected = jnp.sum(flat_mask)
-        require(
-            selected == y.shape[0],
-            ValueError,
-            f"cannot assign {y.shape[0]} values to the elements that the boolean mask selects",
-            f"node {node}",
-        )
-        rank = jnp.clip(jnp.cumsum(flat_mask) - 1, 0, y.shape[0] - 1)
-        values = y[rank].reshape(mask.shape + tail)
+    if isinstance(y, (Masked, Ragged)):  # x[mask] computed on (a selection's rows, an until trace)
+        rows_first = selected_rows_first(y)
+        values = _by_rank(mask, tail, jnp.asarray(rows_first.buffer, x.dtype), rows_first.length, node)
+    elif jnp.ndim(y) > len(tail) and jnp.shape(y)[0] != 1:
+        values = _by_rank(mask, tail, jnp.asarray(y, x.dtype), jnp.shape(y)[0], node)
     else:
+        y = jnp.asarray(y, x.dtype)
         values = jnp.broadcast_to(y[0] if y.ndim > len(tail) else y, tail)
     where = jnp.reshape(mask, mask.shape + (1,) * len(tail))
     return jnp.where(where, values if set_instead_of_inc else x + values, x)
+
+
+def _by_rank(mask: Any, tail: tuple[int, ...], rows: Any, count: Any, node: Any) -> Any:
+    """``rows``' first ``count`` rows laid out where ``mask`` holds, in row-major order; a check that it holds ``count`` times."""
+    flat_mask = jnp.ravel(mask)
+    require(
+        jnp.sum(flat_mask) == count,
+        ValueError,
+        f"node {node} assigns values to the elements a boolean mask selects, but not one per element",
+        f"node {node}",
+    )
+    rank = jnp.clip(jnp.cumsum(flat_mask) - 1, 0, rows.shape[0] - 1)
+    return rows[rank].reshape(mask.shape + tail)

@@ -40,6 +40,15 @@ def test_reduction_of_a_selection(x_and_selection):
     assert_matches_reference([x, labels], outputs, X, LABELS)
 
 
+def test_reduction_within_the_rows_of_a_selection_in_one_program(x_and_selection):
+    x, labels, idx = x_and_selection
+    m = at.dmatrix("m")
+    outputs = [m[idx].sum(axis=1) + x[idx], m[idx].max(axis=1) * 2, at.sum(m[idx].prod(axis=1))]
+    args = X, LABELS, np.arange(10.0).reshape(5, 2) - 4.0
+    assert_matches_reference([x, labels, m], outputs, *args)
+    assert _single_program([x, labels, m], outputs, *args)
+
+
 def test_selection_as_an_output_is_cut_to_its_length(x_and_selection):
     x, labels, idx = x_and_selection
     assert_matches_reference([x, labels], x[idx] + 1, X, LABELS)
@@ -220,3 +229,28 @@ def test_an_index_array_of_run_time_length_is_checked_against_the_axis():
     assert_matches_reference([limit, y], outputs, 3.0, np.arange(6.0))
     for output in outputs:
         assert_raises_like_reference([limit, y], output, (3.0, np.arange(2.0)), IndexError, "out of bounds")
+
+
+@pytest.mark.parametrize("limit", [0.0, 10.0, -10.0], ids=["some", "none", "all"])
+def test_a_traced_boolean_mask_selects_inside_jit(limit):
+    """``x[x > limit]`` (Aesara's ``AdvancedSubtensor`` with a boolean index) is a selection, its gradient an update at the mask."""
+    x, m, bound = at.dvector("x"), at.dmatrix("m"), at.dscalar("bound")
+    selected = x[x > bound]
+    outputs = [
+        selected * 2,
+        at.sum(at.exp(selected)) + selected.shape[0],
+        aesara.grad(at.sum(at.exp(selected)), x),
+        m[m > bound],
+        m[m[:, 0] > bound],
+        at.set_subtensor(selected, at.log(at.abs(selected))),
+    ]
+    inputs, args = [x, m, bound], (X, np.array([[1.0, -2.0], [-3.0, 4.0], [5.0, 6.0]]), limit)
+    assert_matches_reference(inputs, outputs, *args)
+    assert _single_program(inputs, outputs, *args)
+
+
+def test_values_set_at_a_traced_boolean_mask_one_per_selected_element():
+    x, y = at.dvector("x"), at.dvector("y")
+    updated = at.set_subtensor(x[x > 0], y)
+    assert_matches_reference([x, y], updated, X, np.arange(3.0))
+    assert_raises_like_reference([x, y], updated, (X, np.arange(2.0)), ValueError, "not one per element")
