@@ -1,11 +1,11 @@
-"""Reductions whose Aesara lowerings do not trace under jit."""
+"""Reductions whose Aesara lowerings do not trace under jit, or do not exist."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
 import jax.numpy as jnp
-from aesara.tensor.math import Argmax, MaxAndArgmax
+from aesara.tensor.math import Argmax, MaxAndArgmax, ProdWithoutZeros
 
 from aejax.linker.dispatch.basic import jax_funcify
 
@@ -34,3 +34,14 @@ def _argmax(op: Argmax, **kwargs: Any) -> Callable[..., Any]:
         return argmax_over(x, op.axis)[1]
 
     return argmax
+
+
+@jax_funcify.register(ProdWithoutZeros)
+def _prod_without_zeros(op: ProdWithoutZeros, **kwargs: Any) -> Callable[..., Any]:
+    """The product of the nonzero entries (Aesara's gradient of ``prod`` uses it); JAX has no such reduction."""
+
+    def prod_without_zeros(x: Any) -> Any:
+        x = jnp.asarray(x, op.acc_dtype)
+        return jnp.prod(jnp.where(x == 0, jnp.ones_like(x), x), axis=op.axis)
+
+    return prod_without_zeros

@@ -35,6 +35,11 @@ CASES = [
     case("comparisons", lambda x: [at.switch(x > 0, x, -x), at.eq(x, 0), at.maximum(x, 0.5)], X),
     case("int arithmetic", lambda v: [at.cast(v * 10, "int32") // 3, at.cast(v * 10, "int64") % 4], V),
     case("reductions", lambda x: [x.sum(), x.sum(axis=0), x.max(axis=1), x.prod(), x.mean(), at.argmax(x, axis=1)], X),
+    case(
+        "gradients of products, with zeros",
+        lambda x: aesara.grad(at.prod(x), x) + aesara.grad(at.prod(x * (x > 0), axis=1).sum(), x),
+        X,
+    ),
     case("dot", lambda x: [at.dot(x, at.constant(Y)), x.T @ x], X),
     case("reshape and dimshuffle", lambda x: [x.reshape((4, 3)), x.dimshuffle(1, "x", 0), x.flatten(), x.shape], X),
     case("reshape from runtime shape", lambda x: [x.reshape((x.shape[1], x.shape[0] * 1))], X),
