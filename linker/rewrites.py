@@ -238,27 +238,30 @@ def _unwrapped(count: Variable) -> Variable:
     return count
 
 
-scan_rewrites = SequentialGraphRewriter(
-    in2out(ScanSequencesUncut(), name="scan_sequences_uncut", ignore_newtrees=True),
-    in2out(ScanKeepLast(), name="scan_keep_last", ignore_newtrees=True),
-)
+sequences_uncut = in2out(ScanSequencesUncut(), name="scan_sequences_uncut", ignore_newtrees=True)
+keep_last = in2out(ScanKeepLast(), name="scan_keep_last", ignore_newtrees=True)
+
+scan_rewrites = SequentialGraphRewriter(sequences_uncut, keep_last)
 """aejax's Scan rewrites over a whole graph, one pass each (each leaves the Scans it
-makes alone); the Scan lowering also runs them on Scans' inner graphs."""
+makes alone), as the Scan lowering runs them on Scans' inner graphs."""
 
 
 early_rewrites = SequentialGraphRewriter(
     in2out(ShapeAsEntries(), AxisLengthThroughDimShuffle(), WholeSlices(), name="aejax_shapes", ignore_newtrees=True),
-    scan_rewrites,
+    keep_last,
 )
-"""aejax's rewrites before Aesara's: shapes as entries and whole slices removed, then the Scan rewrites."""
+"""aejax's rewrites before Aesara's: shapes as entries and whole slices removed, then `ScanKeepLast`."""
 
-late_rewrites = in2out(
-    ShapeAsEntries(), AxisLengthThroughDimShuffle(), WholeSlices(), UselessFill(), name="aejax_clean_up"
+late_rewrites = SequentialGraphRewriter(
+    in2out(ShapeAsEntries(), AxisLengthThroughDimShuffle(), WholeSlices(), UselessFill(), name="aejax_clean_up"),
+    sequences_uncut,
 )
 """The same for shapes and slices that Aesara's rewrites wrote, and the
 ``fill(x, y)`` that Aesara's stabilization leaves where ``y`` already has
 the result's type (``log1p`` rewrites), as ``local_fill_to_alloc`` would
-have removed it."""
+have removed it; then `ScanSequencesUncut`, after Aesara's rewrites that
+push a Scan's work on its sequences out of the loop (they would apply it to
+the whole uncut sequence)."""
 
 
 class FixedLengthScanMerge(ScanMerge):
