@@ -286,6 +286,11 @@ LATE_POSITION = 1.51
 SCAN_MERGE_POSITION = 1.59
 """Where `FixedLengthScanMerge` runs: before Aesara's later Scan rewrites (1.6), among which ``scan_merge`` ran."""
 
+SELF_SHAPED = ("local_pow_canonicalize", "local_zero_div", "local_mul_specialize", "local_div_to_reciprocal")
+"""Aesara rewrites that, without its `ShapeFeature`, shape their replacement by the shape of the very
+output they replace (``broadcast_like``), which keeps that output in the graph: the rewrite then fires
+again forever (``x ** 0``, the second derivative of ``x ** 2``). XLA simplifies what they would."""
+
 JAX_REWRITES = RewriteDatabaseQuery(
     include=["fast_run", "jax_boolean_indexing_sum"],
     exclude=[
@@ -299,6 +304,7 @@ JAX_REWRITES = RewriteDatabaseQuery(
         "ShapeOpt",
         "local_adv_sub1_adv_inc_sub1",
         "local_fill_to_alloc",
+        *SELF_SHAPED,
     ],
     extra_rewrites=[
         (early_rewrites, EARLY_POSITION),

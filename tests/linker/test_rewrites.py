@@ -1,5 +1,8 @@
 """The mode's rewrites run without Aesara's shape feature and keep every graph's values."""
 
+import subprocess
+import sys
+
 import aesara
 import aesara.tensor as at
 import numpy as np
@@ -68,3 +71,27 @@ def test_slices_over_whole_axes_are_dropped_and_others_kept():
     f = aesara.function([x], outputs, mode=aejax.linker.mode)
     subtensors = [node for node in f.maker.fgraph.apply_nodes if isinstance(node.op, Subtensor)]
     assert len(subtensors) == 1, subtensors  # x[0:3]
+
+
+SELF_SHAPED_GRAPHS = """
+import aesara, aesara.tensor as at, numpy as np
+import aejax.linker
+x, i = at.dvector("x"), at.lvector("i")
+zero = at.constant(0.0, dtype="float64")
+outputs = [
+    x ** zero, x ** 0, zero / x, zero // x, at.constant(0) // i, x ** at.constant(np.ones((2, 1))),
+    at.grad(at.grad((x ** 2).sum(), x).sum(), x),
+]
+aesara.function([x, i], outputs, mode=aejax.linker.mode, on_unused_input="ignore")
+"""
+
+
+def test_rewrites_that_shape_a_value_by_the_output_they_replace_compile(tmp_path):
+    """``x ** 0`` and the second derivative of ``x ** 2`` compiled forever (a rewrite firing on its own result)."""
+    script = tmp_path / "compile.py"
+    script.write_text(SELF_SHAPED_GRAPHS)
+    subprocess.run([sys.executable, str(script)], check=True, timeout=120, capture_output=True)
+    x, i = at.dvector("x"), at.lvector("i")
+    zero = at.constant(0.0, dtype="float64")
+    outputs = [x ** zero, zero / x, at.constant(0) // i, at.grad(at.grad((x**2).sum(), x).sum(), x)]
+    assert_matches_reference([x, i], outputs, X, I)
