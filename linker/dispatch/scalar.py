@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
-from aesara.scalar.basic import Complex, ComplexFromPolar, InRange, Real, RoundHalfAwayFromZero, Second
+from aesara.scalar.basic import Complex, ComplexFromPolar, FloorDivide, InRange, Real, RoundHalfAwayFromZero, Second
 from aesara.tensor.math import MulWithoutZeros
 
 from aejax.linker.dispatch.basic import jax_funcify
@@ -60,6 +60,18 @@ def _mul_without_zeros(op: MulWithoutZeros, **kwargs: Any) -> Callable[..., Any]
         return jnp.where(x == 0, y, jnp.where(y == 0, x, x * y))
 
     return mul_without_zeros
+
+
+@jax_funcify.register(FloorDivide)
+def _floor_divide(op: FloorDivide, **kwargs: Any) -> Callable[..., Any]:
+    """numpy's floor division, by zero too: 0 for integers, ``x / 0`` (an infinity or nan) for floats."""
+
+    def floor_divide(x: Any, y: Any) -> Any:
+        quotient = jnp.floor_divide(x, y)
+        by_zero = jnp.zeros_like(quotient) if jnp.issubdtype(quotient.dtype, jnp.integer) else jnp.true_divide(x, y)
+        return jnp.where(y == 0, by_zero, quotient)
+
+    return floor_divide
 
 
 @jax_funcify.register(Second)

@@ -150,3 +150,11 @@ def test_op_from_graph():
     x, y = at.dvector("x"), at.dvector("y")
     outs = combined(x, y)
     assert_matches_reference([x, y], [outs[0] * 2, outs[1]], V, V[::-1].copy())
+
+
+def test_floor_division_by_zero_gives_numpys_values():
+    """numpy's ``a // 0`` is 0 for integers and ``a / 0`` (an infinity or nan) for floats; XLA's differs."""
+    a, b, x = at.lvector("a"), at.lvector("b"), at.dvector("x")
+    zero = at.constant(0.0, dtype="float64")
+    outputs = [a // b, a % b, x // zero, x // x]
+    assert_matches_reference([a, b, x], outputs, np.array([7, -7, 0]), np.array([0, 2, 0]), np.array([1.0, -1.0, 0.0]))
