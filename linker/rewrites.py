@@ -25,12 +25,13 @@
   infers a symbolic shape for every node the rewrites add, each Scan's inner
   graph included: more than half of the rewriting of an RNN gradient; JAX
   knows every shape while tracing, and the lowering reads a run-time length
-  where it needs one) and two rewrites that misbehave without that feature:
+  where it needs one) and the rewrites that misbehave without that feature:
   ``local_adv_sub1_adv_inc_sub1`` reads it without checking that it is
-  there, and ``local_fill_to_alloc`` would turn ``zeros_like(x)`` into
+  there, ``local_fill_to_alloc`` would turn ``zeros_like(x)`` into
   ``alloc(0, x.shape)``, which needs the length of a selection
   ``x[nonzero(m)]`` while tracing, where the elementwise ``fill`` keeps it
-  masked (`aejax.linker.masked`). Aesara's
+  masked (`aejax.linker.masked`), and four rewrites that would never stop
+  (`SELF_SHAPED`). Aesara's
   ``jax_shape_parameter_as_tuple`` / ``jax_size_parameter_as_tuple`` are not
   needed: the lowering evaluates concrete shape arithmetic with numpy while
   tracing.
@@ -49,7 +50,9 @@ number of steps (JAX needs static shapes, while that number may be known
 only at run time), and it also serves ``until`` loops, which
 ``scan_save_mem`` leaves alone. It runs first because later
 canonicalisation rewrites ``x[1:][-1]`` into an index computed from the
-shape, which no longer says "the last row".
+shape, which no longer says "the last row". After Aesara's rewrites runs
+`ScanSequencesUncut`, which gives a Scan the sequence ``x`` where
+``aesara.scan`` gave it ``x[:n_steps]``.
 
 A Scan's inner graph is traced as it is, but for the Scan rewrites above
 and the rewrites the Scan's own mode asks for by name or tag
