@@ -36,7 +36,7 @@ from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, Ragged, RangeRows, from
 @jax_funcify.register(AdvancedSubtensor1)
 def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     idx_list = getattr(op, "idx_list", None)
-    by_boolean_mask = isinstance(op, AdvancedSubtensor) and _boolean_mask_only(node.inputs[1:])
+    by_boolean_mask = isinstance(op, AdvancedSubtensor) and _boolean_mask_only(node, node_indices_from=1)
 
     def subtensor(x: Any, *index_values: Any) -> Any:
         if by_boolean_mask and is_traced(index_values[0]) and not isinstance(x, RUN_TIME_LENGTH):
@@ -144,7 +144,7 @@ def row_position(length: Any, row: Any, node: Any) -> Any:
 def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     idx_list = getattr(op, "idx_list", None)
     set_instead_of_inc = op.set_instead_of_inc
-    by_boolean_mask = isinstance(op, AdvancedIncSubtensor) and _boolean_mask_only(node.inputs[2:])
+    by_boolean_mask = isinstance(op, AdvancedIncSubtensor) and _boolean_mask_only(node, node_indices_from=2)
 
     def inc_subtensor(x: Any, y: Any, *index_values: Any) -> Any:
         if by_boolean_mask and is_traced(index_values[0]) and not isinstance(x, RUN_TIME_LENGTH):
@@ -195,8 +195,9 @@ def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: 
     return Ragged(updated, length) if isinstance(x, Ragged) else updated
 
 
-def _boolean_mask_only(indices: Sequence[Any]) -> bool:
-    """Whether the index variables ``indices`` are a single boolean mask (``x[mask]``)."""
+def _boolean_mask_only(node: Any, node_indices_from: int) -> bool:
+    """Whether ``node``'s index inputs (from position ``node_indices_from`` on) are a single boolean mask (``x[mask]``)."""
+    indices = [] if node is None else node.inputs[node_indices_from:]
     return len(indices) == 1 and indices[0].type.dtype == "bool"
 
 
