@@ -20,7 +20,7 @@ from aejax.linker import masked
 from aejax.linker.concrete import static_ints
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.lowering import ragged_elementwise
-from aejax.linker.ragged import Masked, NeedsSplit, Ragged, concatenated_rows, selected_rows_first
+from aejax.linker.ragged import Masked, Ragged, concatenated_rows, selected_rows_first
 
 
 def _concatenated(axis: Any, *tensors: Any) -> Any:
@@ -29,12 +29,10 @@ def _concatenated(axis: Any, *tensors: Any) -> Any:
 
 
 def _across_rows(node: Any, axis: Any, tensors: tuple[Any, ...]) -> Any:
-    """The join of values of run-time length along an axis other than their rows."""
-    if not any(isinstance(t, Masked) for t in tensors):
-        return ragged_elementwise(node, _concatenated, [axis, *tensors])
+    """The join of values of run-time length along an axis other than their rows (their lengths checked)."""
     if all(isinstance(t, Masked) for t in tensors) and masked.share_one_mask(tensors):
         return masked.elementwise(node, _concatenated, [axis, *tensors])
-    raise NeedsSplit(next(v.owner for v, t in zip(node.inputs[1:], tensors) if isinstance(t, Masked)))
+    return ragged_elementwise(node, _concatenated, [axis, *[selected_rows_first(t) for t in tensors]])
 
 
 @jax_funcify.register(Join)

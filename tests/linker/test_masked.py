@@ -254,3 +254,14 @@ def test_values_set_at_a_traced_boolean_mask_one_per_selected_element():
     updated = at.set_subtensor(x[x > 0], y)
     assert_matches_reference([x, y], updated, X, np.arange(3.0))
     assert_raises_like_reference([x, y], updated, (X, np.arange(2.0)), ValueError, "not one per element")
+
+
+def test_a_selection_stacked_beside_other_values_of_its_length(x_and_selection):
+    """``stack([x[idx], y], axis=1)`` joins across the rows: ``y`` (or another selection) must have the selection's length."""
+    x, labels, idx = x_and_selection
+    y = at.dvector("y")
+    others = at.nonzero(at.eq(labels, 0))
+    outputs = [at.stack([x[idx], y], axis=1), at.stack([x[idx][:2], x[others]], axis=1)]
+    assert_matches_reference([x, labels, y], outputs, X, LABELS, np.arange(3.0))
+    assert _single_program([x, labels, y], outputs, X, LABELS, np.arange(3.0))
+    assert_raises_like_reference([x, labels, y], outputs[0], (X, LABELS, np.arange(4.0)), ValueError, "differ in length")
