@@ -289,6 +289,8 @@ def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence
         return lambda *values: masked.elementwise(node, fn, values)
     if masked.is_reduction(node):
         return lambda x: masked.reduction(node, fn, x)
+    if masked.is_extremum(node):
+        return lambda x: masked.extremum(node, fn, x)
     if getattr(fn, "accepts_ragged", False):
         return _selections_first(fn)
     if masked.is_row_wise(node):  # selections made with different masks, or with whole arrays
@@ -315,11 +317,13 @@ def _bounded_range(var: Variable, value: RangeRows) -> RangeRows | Ragged:
 
 
 def _taking_ragged(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
-    """``fn`` for `Ragged` arguments: row by row on their buffers, reductions over masked rows; else `NeedsSplit`."""
+    """``fn`` for `Ragged` arguments: row by row on their buffers, reductions and maxima over their rows; else `NeedsSplit`."""
     if masked.is_row_wise(node):
         return lambda *values: ragged_elementwise(node, fn, values)
     if masked.is_reduction(node):
         return lambda x: ragged_reduction(node, fn, x)
+    if masked.is_extremum(node):
+        return lambda x: masked.extremum(node, fn, x.as_masked())
     raise NeedsSplit(next(var.owner for var, arg in zip(node.inputs, args) if isinstance(arg, Ragged)))
 
 

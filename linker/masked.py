@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from aesara.graph.basic import Apply
 from aesara.tensor.elemwise import CAReduce, DimShuffle, Elemwise
+from aesara.tensor.math import Argmax, MaxAndArgmax
 
 from aejax.linker.checks import require
 from aejax.linker.errors import LoweringError
@@ -101,6 +102,23 @@ def reduction(node: Apply, fn: Callable[..., Any], x: Masked) -> Any:
         )
     fill = jnp.asarray(_within_dtype(identity, x.buffer.dtype), x.buffer.dtype)
     return fn(jnp.where(_along_rows(x.mask, x.buffer.ndim), x.buffer, fill))
+
+
+def extremum(node: Apply, fn: Callable[..., Any], x: Masked) -> Any:
+    """``max``/``argmax`` (`MaxAndArgmax`, `Argmax`) of a selection; over its rows, an empty one raises `ValueError`.
+
+    Over the rows they see its rows moved to the front and the others at the
+    dtype's lowest value, so an index counts selected rows; along other axes
+    they work row by row.
+    """
+    axes = range(x.buffer.ndim) if node.op.axis is None else node.op.axis
+    if 0 not in axes:
+        return each_output(fn(x.buffer), lambda o: Masked(o, x.mask))
+    require(x.length > 0, ValueError, f"node {node} takes the maximum of an empty selection", f"node {node}")
+    first = x.as_ragged()
+    selected = jnp.arange(first.buffer.shape[0]) < first.length
+    lowest = jnp.asarray(_within_dtype(-np.inf, first.buffer.dtype), first.buffer.dtype)
+    return fn(jnp.where(_along_rows(selected, first.buffer.ndim), first.buffer, lowest))
 
 
 def _within_dtype(identity: Any, dtype: Any) -> Any:
@@ -188,6 +206,11 @@ def is_row_wise(node: Apply) -> bool:
     if isinstance(node.op, DimShuffle):
         return node.op.new_order[:1] == (0,)
     return isinstance(node.op, Elemwise)
+
+
+def is_extremum(node: Apply) -> bool:
+    """Whether ``node`` takes a maximum and its position, or only its position (``max``, ``argmax``)."""
+    return isinstance(node.op, (MaxAndArgmax, Argmax))
 
 
 def is_reduction(node: Apply) -> bool:

@@ -265,3 +265,14 @@ def test_a_selection_stacked_beside_other_values_of_its_length(x_and_selection):
     assert_matches_reference([x, labels, y], outputs, X, LABELS, np.arange(3.0))
     assert _single_program([x, labels, y], outputs, X, LABELS, np.arange(3.0))
     assert_raises_like_reference([x, labels, y], outputs[0], (X, LABELS, np.arange(4.0)), ValueError, "differ in length")
+
+
+@pytest.mark.parametrize("labels", [LABELS, np.ones(5, "int64")], ids=["some", "all"])
+def test_argmax_of_a_selection_counts_selected_rows_in_one_program(labels):
+    x, labels_var, m = at.dvector("x"), at.lvector("labels"), at.dmatrix("m")
+    idx = at.nonzero(at.eq(labels_var, 1))
+    outputs = [at.argmax(x[idx]), at.argmax(m[idx], axis=0), at.argmax(m[idx], axis=1)]
+    args = X, labels, np.arange(10.0).reshape(5, 2) % 3
+    assert_matches_reference([x, labels_var, m], outputs, *args)
+    assert _single_program([x, labels_var, m], outputs, *args)
+    assert_raises_like_reference([x, labels_var], at.argmax(x[idx]), (X, np.zeros(5, "int64")), ValueError, "empty")

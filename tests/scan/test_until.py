@@ -252,3 +252,16 @@ def test_an_entry_of_the_last_row_of_a_matrix_trace(stops_early, caplog):
     trace, _ = aesara.scan(step, outputs_info=[v], non_sequences=[limit], n_steps=8)
     assert_matches_reference([v, limit], [trace[-1, 1], trace[-1]], np.array([1.0, 2.0]), 10.0)
     assert "Rewrite failure" not in caplog.text
+
+
+@pytest.mark.kind("until")
+def test_maximum_and_its_position_of_an_inner_until_trace():
+    """A step reads ``max`` and ``argmax`` of an until loop it runs (its graph keeps Aesara's `MaxAndArgmax`)."""
+    y, limit = at.dvector("y"), at.dscalar("limit")
+
+    def outer(start, total):
+        inner = doubling_until_above(start, limit)
+        return total + inner.max() + at.argmax(inner)
+
+    totals, _ = aesara.scan(outer, sequences=[y], outputs_info=[at.constant(0.0, dtype="float64")])
+    assert_matches_reference([y, limit], totals, np.array([1.0, 3.0, 0.5]), 7.0)
