@@ -317,7 +317,7 @@ def _bounded_range(var: Variable, value: RangeRows) -> RangeRows | Ragged:
 
 
 def _taking_ragged(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
-    """``fn`` for `Ragged` arguments: row by row on their buffers, reductions and maxima over their rows; else `NeedsSplit`."""
+    """``fn`` for `Ragged` arguments: row by row, reductions and maxima over their rows; else `NeedsSplit`."""
     if masked.is_row_wise(node):
         return lambda *values: ragged_elementwise(node, fn, values)
     if masked.is_reduction(node):

@@ -11,7 +11,8 @@ Nodes that work row by row keep it masked without ever cutting it:
   every row (`elementwise`); rows outside the mask are computed but never
   used;
 - reductions over the rows fill the others with the reduction's identity
-  (`reduction`);
+  (`reduction`), and ``max``/``argmax`` see the selected rows moved to the
+  front (`extremum`);
 - ``set_subtensor``/``inc_subtensor`` at masked indices scatter only the
   rows inside the mask;
 - checks only look at rows inside the mask;
