@@ -86,8 +86,7 @@ def elementwise(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Any
 def reduction(node: Apply, fn: Callable[..., Any], x: Masked) -> Any:
     """A reduction of a masked value: over its rows, rows outside the mask hold the identity; else row by row."""
     identity = getattr(node.op.scalar_op, "identity", None)
-    axes = range(x.buffer.ndim) if node.op.axis is None else node.op.axis
-    if 0 not in axes:
+    if not _over_rows(node, x):
         return Masked(fn(x.buffer), x.mask)
     if identity is None:
         raise LoweringError(
@@ -95,14 +94,8 @@ def reduction(node: Apply, fn: Callable[..., Any], x: Masked) -> Any:
             node=node,
         )
     if np.isinf(identity):  # max and min: numpy has no identity for them, and refuses an empty selection
-        require(
-            x.length > 0,
-            ValueError,
-            f"node {node} reduces an empty selection, and its reduction has no identity",
-            f"node {node}",
-        )
-    fill = jnp.asarray(_within_dtype(identity, x.buffer.dtype), x.buffer.dtype)
-    return fn(jnp.where(_along_rows(x.mask, x.buffer.ndim), x.buffer, fill))
+        _require_not_empty(node, x)
+    return fn(_outside_filled(x, identity))
 
 
 def extremum(node: Apply, fn: Callable[..., Any], x: Masked) -> Any:
@@ -112,14 +105,30 @@ def extremum(node: Apply, fn: Callable[..., Any], x: Masked) -> Any:
     dtype's lowest value, so an index counts selected rows; along other axes
     they work row by row.
     """
-    axes = range(x.buffer.ndim) if node.op.axis is None else node.op.axis
-    if 0 not in axes:
+    if not _over_rows(node, x):
         return each_output(fn(x.buffer), lambda o: Masked(o, x.mask))
-    require(x.length > 0, ValueError, f"node {node} takes the maximum of an empty selection", f"node {node}")
-    first = x.as_ragged()
-    selected = jnp.arange(first.buffer.shape[0]) < first.length
-    lowest = jnp.asarray(_within_dtype(-np.inf, first.buffer.dtype), first.buffer.dtype)
-    return fn(jnp.where(_along_rows(selected, first.buffer.ndim), first.buffer, lowest))
+    _require_not_empty(node, x)
+    return fn(_outside_filled(x.as_ragged().as_masked(), -np.inf))
+
+
+def _over_rows(node: Apply, x: Masked) -> bool:
+    """Whether ``node`` reduces over the rows of ``x`` (its first axis)."""
+    return node.op.axis is None or 0 in node.op.axis
+
+
+def _require_not_empty(node: Apply, x: Masked) -> None:
+    require(
+        x.length > 0,
+        ValueError,
+        f"node {node} reduces an empty selection, and its reduction has no identity",
+        f"node {node}",
+    )
+
+
+def _outside_filled(x: Masked, value: Any) -> Any:
+    """``x``'s buffer with the rows outside its mask set to ``value`` (an infinity: the dtype's extreme value)."""
+    fill = jnp.asarray(_within_dtype(value, x.buffer.dtype), x.buffer.dtype)
+    return jnp.where(_along_rows(x.mask, x.buffer.ndim), x.buffer, fill)
 
 
 def _within_dtype(identity: Any, dtype: Any) -> Any:
