@@ -3,10 +3,12 @@
     python benchmarks/run.py [--rounds 7] [--scale 1.0] [--skip-c] [--only NAME] [--save FILE.json]
     python benchmarks/run.py --load FILE.json [--plot [FILE.png]] [--rst]
 
-Every round runs the three systems in a shuffled order; each system's time in
-a round is the median of repeated calls (``block_until_ready`` for JAX), and
-ratios are taken per round, then their median is reported, since this
-machine is noisy. Compile time is the time to compile and make the first call.
+In every round aejax and hand-written JAX take turns of 5 ms, in a shuffled
+order, about 0.3 s each, and Aesara's C backend runs apart, before or after
+them; each system's time in a round is the median of its calls
+(``block_until_ready`` for JAX), and ratios are taken per round, then their
+median is reported, since this machine is noisy. Compile time is the time
+to compile and make the first call.
 A workload without a hand-written JAX version (NUTS without NumPyro) has no
 ratios: "-" in the tables, left out of the chart.
 ``--save`` keeps the measured table as JSON; ``--load`` reads it back instead
@@ -65,17 +67,40 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def median_call(fn: Callable[[], Any], budget: float = 0.3, max_calls: int = 2000) -> float:
-    """The median time of calls of ``fn``: at least one, then more while they fit in ``budget`` seconds.
+def interleaved_medians(
+    calls: dict[str, Callable[[], Any]], budget: float = 0.3, turn: float = 0.005, max_calls: int = 2000
+) -> dict[str, float]:
+    """The median call time of each of ``calls``, the systems taking turns of ``turn`` seconds.
 
-    ``max_calls`` is large so that calls of microseconds (P1, P2) get a stable median.
+    In its turn a system is called at least once, then again while the turn
+    lasts; the systems take turns in the given order until each had about
+    ``budget`` seconds (or ``max_calls`` calls). Short turns put every system
+    under the same load from the rest of the machine, whose speed here
+    changes within a fraction of a second; a whole turn, rather than one call,
+    keeps a call of microseconds from being timed right after another
+    system's call of tens of milliseconds, whose cold caches it would pay for.
+    ``max_calls`` is large so that calls of microseconds (P1, P2) get a stable
+    median.
     """
-    times = [timed(fn)]
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    total, each = 0.0, 0
+    while each == 0 or (total < budget * len(calls) and each < max_calls):
+        for name, call in calls.items():
+            turn_times = timed_turn(call, turn, max_calls - len(times[name]))
+            times[name] += turn_times
+            total += sum(turn_times)
+        each = min(map(len, times.values()), default=max_calls)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def timed_turn(call: Callable[[], Any], turn: float, most: int) -> list[float]:
+    """The times of calls of ``call``: one, then more while their total is under ``turn`` seconds, at most ``most``."""
+    times = [timed(call)]
     total = times[0]
-    while total < budget and len(times) < max_calls:
-        times.append(timed(fn))
+    while total < turn and len(times) < most:
+        times.append(timed(call))
         total += times[-1]
-    return statistics.median(times)
+    return times
 
 
 def systems(work: Workload, with_c: bool) -> dict[str, tuple[float, Callable[[], Any]]]:
@@ -102,24 +127,36 @@ def systems(work: Workload, with_c: bool) -> dict[str, tuple[float, Callable[[],
     return found
 
 
+def call_groups(names: list[str]) -> list[list[str]]:
+    """``names`` split into the systems that take turns within a round: aejax with JAX, and the C backend apart.
+
+    The C backend never takes turns with aejax: they share the
+    workload's shared variables, and a random generator that passes between
+    the two backends is converted each time, which neither pays when called
+    over and over.
+    """
+    return [[n for n in names if n != "aesara C"], [n for n in names if n == "aesara C"]]
+
+
 def measure(work: Workload, rounds: int, with_c: bool) -> dict[str, Any]:
-    """Compile times, median call times and median per-round ratios to hand-written JAX (none without it)."""
+    """Compile times, median call times, and ratios to hand-written JAX (none without it): each round's and their median."""
     found = systems(work, with_c)
     per_round: dict[str, list[float]] = {name: [] for name in found}
     for _ in range(rounds):
-        order = list(found)
-        random.shuffle(order)
-        for name in order:
-            per_round[name].append(median_call(found[name][1]))
-    ratios = {
-        name: statistics.median(a / b for a, b in zip(per_round[name], per_round["jax"]))
+        for group in random.sample(call_groups(list(found)), 2):
+            shuffled = random.sample(group, len(group))
+            for name, median in interleaved_medians({name: found[name][1] for name in shuffled}).items():
+                per_round[name].append(median)
+    round_ratios = {
+        name: [a / b for a, b in zip(per_round[name], per_round["jax"])]
         for name in found
         if name != "jax" and "jax" in found
     }
     return {
         "compile": {name: c for name, (c, _) in found.items()},
         "call": {name: statistics.median(t) for name, t in per_round.items()},
-        "ratio": ratios,
+        "ratio": {name: statistics.median(r) for name, r in round_ratios.items()},
+        "round_ratios": round_ratios,
     }
 
 

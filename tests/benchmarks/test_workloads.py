@@ -2,6 +2,7 @@
 
 import dataclasses
 import sys
+import time
 from pathlib import Path
 
 import jax
@@ -75,7 +76,8 @@ def test_nuts_has_no_anchor_without_numpyro(monkeypatch):
 
 def test_runner_reports_ratios():
     result = run.measure(SMALL["scalar recurrence"](), rounds=1, with_c=False)
-    assert set(result["ratio"]) == {"aejax"}
+    assert set(result["ratio"]) == set(result["round_ratios"]) == {"aejax"}
+    assert result["ratio"]["aejax"] == result["round_ratios"]["aejax"][0] > 0
     assert result["call"]["aejax"] > 0 and result["compile"]["jax"] > 0
 
 
@@ -113,5 +115,30 @@ def test_only_picks_workloads_by_part_of_their_name():
 
 def test_microsecond_calls_are_timed_many_times():
     count = []
-    run.median_call(lambda: count.append(1), budget=1.0, max_calls=500)
+    run.interleaved_medians({"a": lambda: count.append(1)}, budget=1.0, max_calls=500)
     assert len(count) == 500
+
+
+def test_systems_take_turns_within_a_round():
+    calls = []
+
+    def call(name):
+        return lambda: calls.append(name)
+
+    medians = run.interleaved_medians({"b": call("b"), "a": call("a")}, turn=0.0, max_calls=3)
+    assert calls == ["b", "a"] * 3
+    assert set(medians) == {"a", "b"}
+    calls.clear()
+    run.interleaved_medians({"b": call("b"), "a": call("a")}, turn=10.0, max_calls=4)
+    assert calls == ["b"] * 4 + ["a"] * 4
+
+
+def test_the_c_backend_is_called_apart_from_the_jax_systems():
+    assert run.call_groups(["aejax", "jax", "aesara C"]) == [["aejax", "jax"], ["aesara C"]]
+    assert run.call_groups(["aejax"]) == [["aejax"], []]
+
+
+def test_a_slow_call_is_timed_once_per_round():
+    calls = []
+    run.interleaved_medians({"slow": lambda: calls.append(time.sleep(0.02))}, budget=0.001)
+    assert len(calls) == 1
