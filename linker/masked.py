@@ -41,12 +41,28 @@ from aesara.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from aesara.tensor.math import Argmax, MaxAndArgmax
 
 from aejax.linker.checks import require
-from aejax.linker.errors import LoweringError
-from aejax.linker.ragged import Masked, each_output
+from aejax.linker.errors import IndexOutOfBoundsError, LoweringError, out_of_bounds
+from aejax.linker.concrete import is_traced
+from aejax.linker.ragged import (
+    Masked,
+    Ragged,
+    buffer_of,
+    each_output,
+    from_end,
+    rows_padded,
+    selected_rows_first,
+    with_length_of,
+)
 
 
 def nonzero_positions(a: Any) -> tuple[Masked, ...]:
-    """``nonzero(a)`` of a traced array: one masked coordinate vector per axis."""
+    """``nonzero(a)`` of a traced array or a `Ragged` one: one masked coordinate vector per axis.
+
+    A `Ragged` value's padding rows count as zeros; its rows are the
+    buffer's first ones, so a position in the buffer is one in the value.
+    """
+    if isinstance(a, Ragged):
+        a = _outside_filled(a.as_masked(), 0)
     mask = jnp.ravel(a) != 0
     coordinates = jnp.unravel_index(jnp.arange(mask.shape[0]), jnp.shape(a))
     return tuple(Masked(c.astype("int64"), mask) for c in coordinates)
@@ -146,64 +162,143 @@ def holds(condition: Any) -> Any:
     return jnp.where(_along_rows(condition.mask, jnp.ndim(condition.buffer)), condition.buffer, True)
 
 
-def gather(x: Any, indices: Sequence[Any], node: Apply) -> Masked:
-    """``x[indices]`` for masked integer indices (one per leading axis)."""
-    mask = common_mask(indices, node)
-    _require_in_bounds(x, indices, mask, node)
-    return Masked(jnp.asarray(x)[tuple(rows(i) for i in indices)], mask)
+def as_selection(value: Any) -> Any:
+    """A `Ragged` value as the `Masked` selection of its rows (`Ragged.as_masked`); anything else as it is."""
+    return value.as_masked() if isinstance(value, Ragged) else value
 
 
-def _require_in_bounds(x: Any, indices: Sequence[Any], mask: Any, node: Apply) -> None:
-    """Check the selected entries of masked integer ``indices`` against the axes of ``x`` they index."""
-    for axis, index in enumerate(indices):
-        size = jnp.shape(x)[axis]
-        inside = (rows(index) >= -size) & (rows(index) < size)
-        require(
-            jnp.all(inside | jnp.logical_not(mask)),
-            IndexError,
-            f"an index of node {node} is out of bounds for axis {axis} with size {size}",
-            f"node {node}",
+def gather(x: Any, indices: Sequence[Any], node: Apply) -> Any:
+    """``x[indices]`` for integer indices or slices, one per leading axis; ``x`` may be `Ragged`, indices `Masked`.
+
+    A negative index counts from the end of its axis, for a `Ragged` value
+    from the end of its run-time length. With masked indices the result is
+    masked as they are.
+    """
+    masked = any(isinstance(i, Masked) for i in indices)
+    if masked and not isinstance(indices[0], Masked):
+        raise LoweringError(
+            f"node {node} indexes an axis other than the first with a selection x[nonzero(m)] of run-time length",
+            node=node,
         )
+    mask = common_mask(indices, node) if masked else True
+    sizes = _axis_sizes(x, len(indices))
+    _require_in_bounds(sizes, indices, mask, node)
+    positions = tuple(i if isinstance(i, slice) else from_end(size, rows(i)) for size, i in zip(sizes, indices))
+    picked = jnp.asarray(buffer_of(x))[positions]
+    return Masked(picked, mask) if masked else picked
+
+
+def boolean_selection(x: Any, flags: Any, node: Apply) -> Masked:
+    """``x[flags]`` for a traced boolean mask over the leading axes of ``x``; either may be `Ragged`."""
+    buffer = jnp.asarray(buffer_of(x))
+    positions = nonzero_positions(mask_over_buffer(flags, x, node))
+    return Masked(buffer[tuple(p.buffer for p in positions)], positions[0].mask)
+
+
+def mask_over_buffer(flags: Any, x: Any, node: Apply) -> Any:
+    """A boolean mask of ``x`` (either may be `Ragged`) as an array over the rows of ``x``'s buffer.
+
+    Their lengths must agree (`IndexError`, as numpy raises); the mask is
+    then padded with false rows, or cut, to the rows of the buffer, so every
+    position it selects is inside ``x``.
+    """
+    _require_same_length(flags, x, node)
+    if isinstance(flags, Ragged):
+        flags = _outside_filled(flags.as_masked(), False)
+    return rows_padded(flags, jnp.shape(buffer_of(x))[0])
+
+
+def _require_same_length(flags: Any, x: Any, node: Apply) -> None:
+    """Check that a boolean mask is as long as the value it indexes: while tracing if both lengths are known."""
+    message = f"the boolean index of node {node} does not match the length of the array it indexes"
+    lengths = [v.length if isinstance(v, Ragged) else jnp.shape(v)[0] for v in (flags, x)]
+    if any(is_traced(n) for n in lengths):
+        require(lengths[0] == lengths[1], IndexError, message, f"node {node}")
+    elif lengths[0] != lengths[1]:
+        raise IndexOutOfBoundsError(f"{message}: the mask has {lengths[0]} rows, the array {lengths[1]}")
+
+
+def _axis_sizes(x: Any, count: int) -> list[Any]:
+    """The sizes of the first ``count`` axes of ``x``; a `Ragged` value's first one is its run-time length."""
+    sizes: list[Any] = list(jnp.shape(buffer_of(x))[:count])
+    if isinstance(x, Ragged):
+        sizes[0] = x.length
+    return sizes
+
+
+def _require_in_bounds(sizes: Sequence[Any], indices: Sequence[Any], mask: Any, node: Apply) -> None:
+    """Check the selected entries of integer ``indices`` (slices are not checked) against the ``sizes`` of their axes."""
+    for axis, (size, index) in enumerate(zip(sizes, indices)):
+        if isinstance(index, slice):
+            continue
+        inside = (rows(index) >= -size) & (rows(index) < size)
+        require(jnp.all(inside | jnp.logical_not(mask)), IndexError, out_of_bounds(node, axis, size), f"node {node}")
 
 
 def scatter(x: Any, values: Any, indices: Sequence[Any], set_instead_of_inc: bool, node: Apply) -> Any:
-    """``x`` with ``values`` set at (or added to) masked integer ``indices``; other rows dropped.
+    """``x`` with ``values`` set at (or added to) integer ``indices``, one per leading axis.
 
-    ``values`` is masked like the indices, or broadcast to every selected
-    row, or an array with one row per selected row, in order.
+    ``x`` may be `Ragged` (the result keeps its length; a negative index
+    counts from its run-time end), the indices `Masked` (rows outside their
+    mask are dropped). ``values`` is masked like the indices, or broadcast to
+    every selected row, or has one row per selected row, in order: an array,
+    or the rows of a `Ragged` value.
     """
-    mask = common_mask([*indices, values], node)
-    x = jnp.asarray(x)
-    _require_in_bounds(x, indices, mask, node)
-    positions = [rows(i) for i in indices]
-    if _one_row_per_selected(values, x, indices):
-        positions = _first_selected(positions, mask, jnp.shape(values)[0], node)
+    buffer = jnp.asarray(buffer_of(x))
+    if any(isinstance(i, Masked) for i in indices):
+        mask = common_mask([*indices, values], node)
+    else:
+        mask, values = True, _one_per_index(selected_rows_first(values), indices[0], node)
+    sizes = _axis_sizes(x, len(indices))
+    _require_in_bounds(sizes, indices, mask, node)
+    positions = [from_end(size, rows(i)) for size, i in zip(sizes, indices)]
+    if mask is not True and _one_row_per_selected(values, buffer, indices):
+        positions = _first_selected(positions, mask, values, node)
         mask = positions[0] >= 0
-    first = jnp.where(mask, positions[0], x.shape[0])
-    target = x.at[(first, *positions[1:])]
-    update = rows(values)
-    return target.set(update, mode="drop") if set_instead_of_inc else target.add(update, mode="drop")
+    first = jnp.where(mask, positions[0], buffer.shape[0])
+    target = buffer.at[(first, *positions[1:])]
+    update = jnp.asarray(buffer_of(rows(values)), buffer.dtype)
+    updated = target.set(update, mode="drop") if set_instead_of_inc else target.add(update, mode="drop")
+    return with_length_of(x, updated)
+
+
+def _one_per_index(values: Any, index: Any, node: Apply) -> Any:
+    """``values`` for an index array: a `Ragged` value's rows, one per index (checked), padded or cut to them."""
+    if not isinstance(values, Ragged):
+        return values
+    count = jnp.shape(index)[0]
+    require(
+        values.length == count,
+        ValueError,
+        f"node {node} sets {count} rows from a value of another length (known only at run time)",
+        f"node {node}",
+    )
+    return rows_padded(values.buffer, count)
 
 
 def _one_row_per_selected(values: Any, x: Any, indices: Sequence[Any]) -> bool:
-    """Whether ``values`` is an array with a row for each row of ``x[indices]`` (not masked, not broadcast)."""
+    """Whether ``values`` has a row for each row of ``x[indices]`` (a `Ragged` value, or an array neither masked nor broadcast)."""
+    if isinstance(values, Ragged):
+        return True
     selected_ndim = jnp.ndim(x) - len(indices) + 1
     return not isinstance(values, Masked) and jnp.ndim(values) == selected_ndim and jnp.shape(values)[0] != 1
 
 
-def _first_selected(positions: Sequence[Any], mask: Any, count: int, node: Apply) -> list[Any]:
-    """The first ``count`` selected entries of each of ``positions``, in order (``-1`` past the selection).
+def _first_selected(positions: Sequence[Any], mask: Any, values: Any, node: Apply) -> list[Any]:
+    """The selected entries of each of ``positions``, in order, one per row of ``values`` (``-1`` past the selection).
 
-    The selection must have ``count`` rows, as Aesara requires of the values
-    set at it.
+    The selection must have as many rows as ``values`` (a `Ragged` value's
+    run-time length), as Aesara requires of the values set at it.
     """
+    rows_given = jnp.shape(buffer_of(values))[0]
+    count = values.length if isinstance(values, Ragged) else rows_given
     require(
         jnp.sum(mask) == count,
         ValueError,
         f"node {node} sets {count} rows at a selection of another length (known only at run time)",
         f"node {node}",
     )
-    (order,) = jnp.nonzero(mask, size=count, fill_value=-1)
+    (order,) = jnp.nonzero(mask, size=rows_given, fill_value=-1)
     return [jnp.where(order >= 0, jnp.take(p, order, mode="clip"), -1) for p in positions]
 
 

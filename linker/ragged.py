@@ -186,6 +186,11 @@ def buffer_of(value: Any) -> Any:
     return value.buffer if isinstance(value, Ragged) else value
 
 
+def with_length_of(value: Any, buffer: Any) -> Any:
+    """``buffer``, computed from ``value``'s buffer, as a value of its length: `Ragged` if ``value`` is."""
+    return Ragged(buffer, value.length) if isinstance(value, Ragged) else buffer
+
+
 def selected_rows_first(value: Any) -> Any:
     """A `Masked` selection as a `Ragged` value of its rows (`Masked.as_ragged`); anything else as it is."""
     return value.as_ragged() if isinstance(value, Masked) else value

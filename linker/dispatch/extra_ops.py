@@ -63,6 +63,7 @@ def _nonzero(op: Nonzero, node: Any = None, **kwargs: Any) -> Callable[..., Any]
             return _one_or_tuple(list(masked.nonzero_positions(a)))
         return _one_or_tuple([index.astype("int64") for index in np.nonzero(np.asarray(a))])
 
+    nonzero.accepts_ragged = True  # type: ignore[attr-defined]
     return nonzero
 
 

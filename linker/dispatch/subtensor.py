@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from aesara.tensor.type import TensorType, integer_dtypes
 from aesara.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
@@ -26,9 +27,19 @@ from aesara.tensor.subtensor import (
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.concrete import is_traced, static_scalars
-from aejax.linker.errors import IndexOutOfBoundsError
+from aejax.linker.errors import IndexOutOfBoundsError, out_of_bounds
 from aejax.linker import masked
-from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, Ragged, RangeRows, from_end, selected_rows_first, slice_positions
+from aejax.linker.ragged import (
+    RUN_TIME_LENGTH,
+    Masked,
+    Ragged,
+    RangeRows,
+    buffer_of,
+    from_end,
+    selected_rows_first,
+    slice_positions,
+    with_length_of,
+)
 
 
 @jax_funcify.register(Subtensor)
@@ -37,10 +48,13 @@ from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, Ragged, RangeRows, from
 def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     idx_list = getattr(op, "idx_list", None)
     by_boolean_mask = isinstance(op, AdvancedSubtensor) and _boolean_mask_only(node, node_indices_from=1)
+    by_arrays = _indexed_by_arrays_only(op, node)
 
     def subtensor(x: Any, *index_values: Any) -> Any:
-        if by_boolean_mask and is_traced(index_values[0]) and not isinstance(x, RUN_TIME_LENGTH):
-            return masked.gather(x, masked.nonzero_positions(index_values[0]), node)
+        if by_boolean_mask and (is_traced(index_values[0]) or isinstance(x, RUN_TIME_LENGTH)):
+            return masked.boolean_selection(selected_rows_first(x), selected_rows_first(index_values[0]), node)
+        if by_arrays and any(isinstance(v, RUN_TIME_LENGTH) for v in (x, *index_values)):
+            return masked.gather(selected_rows_first(x), [masked.as_selection(v) for v in index_values], node)
         indices = tuple(indices_from_subtensor(index_values, idx_list))
         if isinstance(x, Ragged):
             return ragged_subtensor(x, indices, node)
@@ -53,10 +67,22 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
         check_bounds(jnp.shape(x), indices, node)
         return indexable(x, index_values)[static_slices(indices)]
 
-    subtensor.accepts_ragged = bool(idx_list)  # type: ignore[attr-defined]
+    subtensor.accepts_ragged = bool(idx_list) or by_arrays or by_boolean_mask  # type: ignore[attr-defined]
     subtensor.accepts_range = bool(idx_list) and len(idx_list) == 1  # type: ignore[attr-defined]
     subtensor.accepts_masked = not idx_list  # type: ignore[attr-defined]
     return subtensor
+
+
+def _indexed_by_arrays_only(op: Any, node: Any, node_indices_from: int = 1) -> bool:
+    """Whether ``node`` indexes with integer arrays only, one per leading axis (no slices, no ``None``).
+
+    Its index inputs start at position ``node_indices_from``.
+    """
+    advanced = (AdvancedSubtensor, AdvancedSubtensor1, AdvancedIncSubtensor, AdvancedIncSubtensor1)
+    if not isinstance(op, advanced) or node is None:
+        return False
+    indices = node.inputs[node_indices_from:]
+    return all(isinstance(i.type, TensorType) and i.type.dtype in integer_dtypes for i in indices)
 
 
 def indexable(x: Any, index_values: Sequence[Any]) -> Any:
@@ -91,13 +117,7 @@ def _dtype_kind(index: Any) -> str:
 def _check_axis(index: Any, axis: int, size: Any, node: Any) -> None:
     """Check ``index`` against ``size``, the size of ``axis`` (traced for a value of run-time length)."""
     if is_traced(index) or is_traced(size):
-        of_size = "whose length is known only at run time" if is_traced(size) else f"with size {size}"
-        require(
-            (index >= -size) & (index < size),
-            IndexError,
-            f"an index of node {node} is out of bounds for axis {axis} {of_size}",
-            f"node {node}",
-        )
+        require((index >= -size) & (index < size), IndexError, out_of_bounds(node, axis, size), f"node {node}")
         return
     values = np.asarray(index)
     outside = values[(values < -size) | (values >= size)]
@@ -145,10 +165,16 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
     idx_list = getattr(op, "idx_list", None)
     set_instead_of_inc = op.set_instead_of_inc
     by_boolean_mask = isinstance(op, AdvancedIncSubtensor) and _boolean_mask_only(node, node_indices_from=2)
+    by_arrays = _indexed_by_arrays_only(op, node, node_indices_from=2)
 
     def inc_subtensor(x: Any, y: Any, *index_values: Any) -> Any:
-        if by_boolean_mask and is_traced(index_values[0]) and not isinstance(x, RUN_TIME_LENGTH):
-            return boolean_mask_update(jnp.asarray(x), y, index_values[0], set_instead_of_inc, node)
+        if by_boolean_mask and (is_traced(index_values[0]) or isinstance(x, RUN_TIME_LENGTH)):
+            x, flags = selected_rows_first(x), selected_rows_first(index_values[0])
+            flags = masked.mask_over_buffer(flags, x, node)
+            return with_length_of(x, boolean_mask_update(jnp.asarray(buffer_of(x)), y, flags, set_instead_of_inc, node))
+        if by_arrays and any(isinstance(v, RUN_TIME_LENGTH) for v in (x, y, *index_values)):
+            indices = [masked.as_selection(v) for v in index_values]
+            return masked.scatter(selected_rows_first(x), y, indices, set_instead_of_inc, node)
         if isinstance(x, Ragged) or isinstance(y, Ragged):
             indices = tuple(indices_from_subtensor(index_values, idx_list))
             return ragged_update(x, y, indices, set_instead_of_inc, node)
@@ -160,7 +186,7 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
         return target.set(y) if set_instead_of_inc else target.add(y)
 
     inc_subtensor.accepts_masked = not idx_list  # type: ignore[attr-defined]
-    inc_subtensor.accepts_ragged = bool(idx_list)  # type: ignore[attr-defined]
+    inc_subtensor.accepts_ragged = bool(idx_list) or by_arrays or by_boolean_mask  # type: ignore[attr-defined]
     return inc_subtensor
 
 

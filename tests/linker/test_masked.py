@@ -276,3 +276,137 @@ def test_argmax_of_a_selection_counts_selected_rows_in_one_program(labels):
     assert_matches_reference([x, labels_var, m], outputs, *args)
     assert _single_program([x, labels_var, m], outputs, *args)
     assert_raises_like_reference([x, labels_var], at.argmax(x[idx]), (X, np.zeros(5, "int64")), ValueError, "empty")
+
+
+def _growing_trace(x0, limit=20.0):
+    """An until loop's trace of a scalar growing by half until it passes ``limit``."""
+    trace, _ = aesara.scan(lambda x: (x * 1.5, until(x * 1.5 > limit)), outputs_info=x0, n_steps=50)
+    return trace
+
+
+def test_selections_of_an_until_trace_by_its_own_values_in_one_program():
+    """``trace[trace > 3]``, ``trace[nonzero(trace > 3)]`` and uses of them, for a trace of run-time length."""
+    x0 = at.dscalar("x0")
+    trace = _growing_trace(x0)
+    selected = trace[trace > 3]
+    outputs = [
+        selected,
+        trace[at.nonzero(trace > 3)],
+        (selected * 2).mean(),
+        at.nonzero(selected > 10)[0],
+        at.sort(selected),
+    ]
+    assert_matches_reference([x0], outputs, 1.0)
+    assert _single_program([x0], outputs[:4], 1.0)
+
+
+def test_selection_of_a_selection(x_and_selection):
+    """``x[idx][x[idx] > 1]`` and ``x[idx][nonzero(...)]``: positions count the first selection's rows."""
+    x, labels, idx = x_and_selection
+    selected = x[idx]
+    outputs = [selected[selected > 1.0], selected[at.nonzero(selected > 1.0)], selected[selected > 1.0].sum()]
+    assert_matches_reference([x, labels], outputs, X, LABELS)
+    assert _single_program([x, labels], outputs, X, LABELS)
+
+
+def test_rows_of_values_of_run_time_length_by_an_index_array():
+    """``trace[[0, -1, k]]`` and ``x[idx][[k, 0]]``: negative indices count from the run-time end, and are checked."""
+    x0, k = at.dscalar("x0"), at.lscalar("k")
+    x, labels = at.dvector("x"), at.lvector("labels")
+    trace = _growing_trace(x0)
+    rows = [trace[at.stack([at.constant(0, dtype="int64"), at.constant(-1, dtype="int64"), k])]]
+    assert_matches_reference([x0, k], rows, 1.0, -2)
+    assert _single_program([x0, k], rows, 1.0, -2)
+    assert_raises_like_reference([x0, k], rows[0], (1.0, 9), IndexError, "out of bounds")
+    idx = at.nonzero(at.eq(labels, 1))
+    picked = x[idx][at.stack([k, at.constant(0, dtype="int64")])]
+    assert_matches_reference([x, labels, k], picked, X, LABELS, -1)
+    assert_raises_like_reference([x, labels, k], picked, (X, LABELS, 3), IndexError, "out of bounds")
+
+
+def test_boolean_masks_of_an_until_trace_of_two_dimensions():
+    """A row mask ``trace[trace.sum(1) > 10]``, an element mask ``trace[trace > 5]`` and its positions."""
+    v0 = at.dvector("v0")
+    trace, _ = aesara.scan(lambda v: (v * 1.5, until((v * 1.5).sum() > 40)), outputs_info=v0, n_steps=50)
+    outputs = [trace[trace.sum(axis=1) > 10], trace[trace > 5], at.nonzero(trace > 5)[1]]
+    assert_matches_reference([v0], outputs, np.array([1.0, 2.0]))
+
+
+def test_a_boolean_mask_of_another_length_raises_index_error():
+    """``y[trace > 3]``, ``trace[y > 3]`` and ``x[m > 0]`` with lengths that differ, as numpy refuses them.
+
+    A shorter mask of a static length used to select from the first rows.
+    """
+    x0, y = at.dscalar("x0"), at.dvector("y")
+    trace = _growing_trace(x0)
+    for output in (y[trace > 3], trace[y > 3]):
+        assert_raises_like_reference([x0, y], output, (1.0, np.arange(10.0)), IndexError, "boolean index")
+    assert_matches_reference([x0, y], y[: trace.shape[0]][trace > 3], 1.0, np.arange(10.0))
+    x, m = at.dvector("x"), at.dvector("m")
+    for mask in (np.arange(3.0) - 1, np.arange(5.0) - 1):
+        assert_raises_like_reference([x, m], x[m > 0], (np.arange(4.0), mask), IndexError, "the mask has")
+
+
+@pytest.mark.parametrize("update", [at.set_subtensor, at.inc_subtensor], ids=["set", "inc"])
+def test_updates_of_an_until_trace_at_its_own_selections(update):
+    """``set_subtensor(trace[trace > 3], v)``, by rows ``trace[[k, 0]]``, and their sums, in one program."""
+    x0, k = at.dscalar("x0"), at.lscalar("k")
+    trace = _growing_trace(x0)
+    rows = at.stack([k, at.constant(0, dtype="int64")])
+    outputs = [
+        update(trace[trace > 3], 0.5),
+        update(trace[trace > 3], trace[trace > 3] * 2),
+        update(trace[rows], at.as_tensor([7.0, 8.0])),
+        update(trace[trace > 3], 0.5).sum(),
+    ]
+    for row in (1, -1):
+        assert_matches_reference([x0, k], outputs, 1.0, row)
+    assert _single_program([x0, k], outputs, 1.0, 1)
+    assert_raises_like_reference([x0, k], outputs[2], (1.0, 8), IndexError, "out of bounds")
+
+
+@pytest.mark.parametrize("update", [at.set_subtensor, at.inc_subtensor], ids=["set", "inc"])
+def test_updates_of_a_selection_at_its_own_selections(x_and_selection, update):
+    """``set_subtensor(x[idx][x[idx] > 1], v)`` and at rows ``x[idx][[k, 0]]``, positions counting selected rows."""
+    x, labels, idx = x_and_selection
+    k = at.lscalar("k")
+    selected = x[idx]
+    outputs = [update(selected[selected > 1.0], -1.0), update(selected[at.stack([k, at.constant(0, dtype="int64")])], 9.0)]
+    assert_matches_reference([x, labels, k], outputs, X, LABELS, -1)
+    assert _single_program([x, labels, k], outputs, X, LABELS, -1)
+
+
+def test_values_of_run_time_length_set_one_per_selected_row():
+    """``y[arange(n)] = trace``, ``y[y > 3] += trace[trace > 3]``: lengths checked as Aesara checks them."""
+    x0, y = at.dscalar("x0"), at.dvector("y")
+    trace = _growing_trace(x0)
+    outputs = [at.set_subtensor(y[at.arange(trace.shape[0])], trace), at.inc_subtensor(y[y > 3], trace[trace > 3])]
+    assert_matches_reference([x0, y], outputs, 1.0, np.arange(10.0))
+    assert _single_program([x0, y], outputs, 1.0, np.arange(10.0))
+    assert_raises_like_reference([x0, y], outputs[1], (1.0, np.arange(9.0)), ValueError, "not one per element")
+
+
+def test_gradients_through_selections_of_run_time_length():
+    """Gradients of ``cumsum(x[idx])``, ``trace[trace > 3]``, ``trace[[0, -1]]`` and ``x[idx][x[idx] > 1]``."""
+    x, labels, x0 = at.dvector("x"), at.lvector("labels"), at.dscalar("x0")
+    idx = at.nonzero(at.eq(labels, 1))
+    trace = _growing_trace(x0)
+    selected = x[idx]
+    outputs = [
+        aesara.grad((at.cumsum(selected) ** 2).sum(), x),
+        aesara.grad(trace[trace > 3].sum(), x0),
+        aesara.grad(trace[at.as_tensor([0, -1])].sum(), x0),
+        aesara.grad((selected[selected > 1.0] ** 2).sum(), x),
+    ]
+    assert_matches_reference([x, labels, x0], outputs, X, LABELS, 1.0)
+    assert _single_program([x, labels, x0], outputs, X, LABELS, 1.0)
+
+
+def test_selected_rows_of_a_matrix_cut_by_a_slice(x_and_selection):
+    """``m[idx, 1:]`` and ``m[idx, 1]``: a selection of rows, then a slice or an index of each."""
+    _, labels, idx = x_and_selection
+    m = at.dmatrix("m")
+    outputs = [m[idx[0], 1:], m[idx[0], 1:].sum(), m[idx[0], 1]]
+    matrix = np.arange(15.0).reshape(5, 3)
+    assert_matches_reference([m, labels], outputs, matrix, LABELS)
+    assert _single_program([m, labels], outputs, matrix, LABELS)
