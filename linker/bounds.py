@@ -5,9 +5,10 @@ at run time, but never longer than the buffer Aesara allocated for them,
 whose size is a constant. Values computed from such a length (the backward
 loop's step count in a gradient, ``zeros(trace.shape[0])``) are bounded as
 well. `upper_bound` finds that bound by interval arithmetic over the graph
-(constants, static shapes, `Shape_i`, and integer ``+ - * neg max min switch``),
-so a lowering can allocate the bound and carry the run-time length beside it
-(`aejax.linker.ragged.Ragged`) instead of needing the length while tracing.
+(constants, static shapes, `Shape_i` and ``x.shape[i]``, and integer
+``+ - * neg max min switch``), so a lowering can allocate the bound and carry
+the run-time length beside it (`aejax.linker.ragged.Ragged`) instead of
+needing the length while tracing.
 
 While a graph is traced (`tracing`), the values already computed count too:
 a concrete integer is its own bound, and an array's shape is known even when
@@ -28,7 +29,7 @@ from aesara.graph.basic import Constant, Variable
 from aesara.scan.op import Scan
 from aesara.tensor.basic import Alloc, AllocEmpty, ARange, ScalarFromTensor, TensorFromScalar
 from aesara.tensor.elemwise import Elemwise
-from aesara.tensor.shape import Shape_i
+from aesara.tensor.shape import Shape, Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor
 
 from aejax.linker.ragged import Masked, Ragged
@@ -54,6 +55,12 @@ def tracing(values: Mapping[Variable, Any]) -> Iterator[None]:
 def upper_bound(var: Variable) -> int | None:
     """The greatest value the integer scalar ``var`` may take at run time, if the graph bounds it."""
     return _Bounds().upper(var)
+
+
+def fixed_value(var: Variable) -> int | None:
+    """The value of the integer scalar ``var`` if the graph fixes it (``x.shape[1]`` of a value whose width is static)."""
+    interval = _Bounds().interval(var)
+    return interval[0] if interval is not None and interval[0] == interval[1] else None
 
 
 def length_bound(var: Variable) -> int | None:
@@ -135,6 +142,9 @@ class _Bounds:
         op = node.op
         if isinstance(op, Shape_i):
             return self._axis_interval(node.inputs[0], op.i)
+        entry = _shape_entry(node)
+        if entry is not None:
+            return self._axis_interval(*entry)
         if isinstance(op, (ScalarFromTensor, TensorFromScalar)):
             return self.interval(node.inputs[0])
         scalar_op = op.scalar_op if isinstance(op, Elemwise) else op
@@ -189,6 +199,19 @@ class _Bounds:
             return None
         size = node.inputs[position]
         return self.upper(size) if size.type.ndim == 0 else self.length(size)
+
+
+def _shape_entry(node: Any) -> tuple[Variable, int] | None:
+    """``(x, axis)`` if ``node`` is ``x.shape[axis]`` written as a `Subtensor` of `Shape` at a constant axis."""
+    op = node.op
+    if not isinstance(op, Subtensor) or len(node.inputs) != 2 or isinstance(op.idx_list[0], slice):
+        return None
+    if not isinstance(node.inputs[1], Constant):
+        return None
+    shape = node.inputs[0].owner
+    if shape is None or not isinstance(shape.op, Shape):
+        return None
+    return shape.inputs[0], int(node.inputs[1].data)
 
 
 def _concrete(value: Any) -> bool:

@@ -2,7 +2,8 @@
 
 `Split` and `Nonzero` make outputs whose shapes depend on input values. Split
 sizes must be concrete while tracing (a `LoweringError` names the node
-otherwise); ``nonzero`` of a traced array is a `Masked` selection
+otherwise), unless the rows split are of run-time length: then each piece is
+`Ragged` too. ``nonzero`` of a traced array is a `Masked` selection
 (`aejax.linker.masked`).
 """
 
@@ -19,9 +20,11 @@ from aesara.tensor.math import Convolve
 from aesara.tensor.sort import TopKOp
 
 from aejax.linker import masked
+from aejax.linker.checks import require
 from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import InvalidValueError, LoweringError
+from aejax.linker.ragged import Ragged, rows_of
 
 
 def _one_or_tuple(values: list[Any]) -> Any:
@@ -50,10 +53,32 @@ def split_sizes(op: Split, node: Any, length: int, splits: Any) -> list[int]:
 def _split(op: Split, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     def split(x: Any, axis: Any, splits: Any) -> Any:
         (axis,) = static_ints((axis,), "the split axis")
+        if isinstance(x, Ragged) and axis == 0:
+            return _one_or_tuple(ragged_pieces(op, node, x, splits))
         sizes = split_sizes(op, node, x.shape[axis], splits)
         return _one_or_tuple(jnp.split(x, np.cumsum(sizes)[:-1], axis=axis))
 
+    split.accepts_ragged = True  # type: ignore[attr-defined]
     return split
+
+
+def ragged_pieces(op: Split, node: Any, x: Ragged, splits: Any) -> list[Ragged]:
+    """The rows of ``x``, of run-time length, cut into pieces of ``splits`` rows (traced or not), each `Ragged`.
+
+    The sizes must add up to the length and none be negative (`ValueError`
+    after the call, as numpy raises).
+    """
+    sizes = jnp.ravel(jnp.asarray(splits))
+    if sizes.shape[0] != op.len_splits:
+        raise InvalidValueError(f"node {node}: {sizes.shape[0]} split sizes for {op.len_splits} parts")
+    require(
+        (jnp.sum(sizes) == x.length) & jnp.all(sizes >= 0),
+        ValueError,
+        f"node {node}: the split sizes do not cut the rows of run-time length into non-negative parts",
+        f"node {node}",
+    )
+    ends = jnp.cumsum(sizes)
+    return [rows_of(x.buffer, x.length, slice(end - size, end)) for size, end in zip(sizes, ends)]
 
 
 @jax_funcify.register(Nonzero)

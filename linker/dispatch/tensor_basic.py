@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +22,7 @@ from aejax.linker.checks import require
 from aejax.linker.concrete import is_traced, static_ints, static_scalars
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import AllocationError, NotStaticError
-from aejax.linker.bounds import upper_bound
+from aejax.linker.bounds import fixed_value, upper_bound
 from aejax.linker.ragged import Ragged, RangeRows
 
 FOLDABLE_RANGE = 1 << 16
@@ -59,21 +59,34 @@ def _arange(op: ARange, **kwargs: Any) -> Callable[..., Any]:
     return arange
 
 
-def bounded_shape(shape: tuple[Any, ...], leading: Any) -> tuple[tuple[int, ...], Any]:
+def bounded_shape(shape: tuple[Any, ...], sizes: Sequence[Any]) -> tuple[tuple[int, ...], Any]:
     """A shape whose leading size may be traced: the static shape to allocate, and the run-time length.
 
-    A traced leading size is allocated at its bound from the graph (``leading``
-    is the size's variable, `aejax.linker.bounds`); the length is then traced
-    (``None`` when the shape is static), at most the bound. A negative
-    run-time size raises `ValueError` after the call, as numpy does.
+    ``sizes`` are the shape's variables in the graph (empty when unknown). A
+    traced leading size is allocated at its bound from the graph
+    (`aejax.linker.bounds`); the length is then traced (``None`` when the
+    shape is static), at most the bound. A traced size after it must be one
+    the graph fixes (``x.shape[1]`` of a trace of run-time length). A
+    negative run-time size raises `ValueError` after the call, as numpy does.
     """
-    if not shape or not is_traced(shape[0]):
-        return static_ints(shape), None
+    if not shape:
+        return (), None
+    variables = [*sizes, *[None] * len(shape)][: len(shape)]
+    trailing = tuple(_fixed_size(size, var) for size, var in zip(shape[1:], variables[1:]))
+    if not is_traced(shape[0]):
+        return (*static_ints(shape[:1]), *trailing), None
+    leading = variables[0]
     bound = None if leading is None else upper_bound(leading)
     if bound is None:
         raise NotStaticError(f"a size or shape must be known while tracing (size {leading} has no bound)")
     require(shape[0] >= 0, ValueError, f"the size {leading} is negative", f"size {leading}")
-    return (max(bound, 0), *static_ints(shape[1:])), jnp.clip(shape[0], 0, bound)
+    return (max(bound, 0), *trailing), jnp.clip(shape[0], 0, bound)
+
+
+def _fixed_size(size: Any, var: Any) -> int:
+    """A size that is not the leading one: concrete, or traced but fixed by the graph (`fixed_value`)."""
+    fixed = fixed_value(var) if is_traced(size) and var is not None else None
+    return fixed if fixed is not None else static_ints([size])[0]
 
 
 def maybe_ragged(value: Any, length: Any) -> Any:
@@ -84,10 +97,10 @@ def maybe_ragged(value: Any, length: Any) -> Any:
 @jax_funcify.register(Alloc)
 @jax_funcify.register(BroadcastTo)
 def _alloc(op: Alloc | BroadcastTo, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
-    leading = node.inputs[1] if node is not None and len(node.inputs) > 1 else None
+    sizes = node.inputs[1:] if node is not None else []
 
     def alloc(x: Any, *shape: Any) -> Any:
-        static, length = bounded_shape(shape, leading)
+        static, length = bounded_shape(shape, sizes)
         return maybe_ragged(jnp.broadcast_to(x, static), length)
 
     return alloc
@@ -95,10 +108,10 @@ def _alloc(op: Alloc | BroadcastTo, node: Any = None, **kwargs: Any) -> Callable
 
 @jax_funcify.register(AllocEmpty)
 def _alloc_empty(op: AllocEmpty, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
-    leading = node.inputs[0] if node is not None and node.inputs else None
+    sizes = node.inputs if node is not None else []
 
     def alloc_empty(*shape: Any) -> Any:
-        static, length = bounded_shape(shape, leading)
+        static, length = bounded_shape(shape, sizes)
         return maybe_ragged(jnp.zeros(static, dtype=op.dtype), length)
 
     return alloc_empty

@@ -337,7 +337,7 @@ class LoweredScan:
     def nit_sot_sizes(self, sizes: Sequence[Any]) -> tuple[list[int], list[Any]]:
         """The nit-sot buffers' sizes to allocate, and their run-time lengths when traced (`bounded_shape`)."""
         shapes = [
-            bounded_shape((size,), self.node.inputs[self.layout.nit_sot_input_index(k)]) for k, size in enumerate(sizes)
+            bounded_shape((size,), [self.node.inputs[self.layout.nit_sot_input_index(k)]]) for k, size in enumerate(sizes)
         ]
         return [shape[0] for shape, _ in shapes], [length for _, length in shapes]
 

@@ -265,3 +265,19 @@ def test_maximum_and_its_position_of_an_inner_until_trace():
 
     totals, _ = aesara.scan(outer, sequences=[y], outputs_info=[at.constant(0.0, dtype="float64")])
     assert_matches_reference([y, limit], totals, np.array([1.0, 3.0, 0.5]), 7.0)
+
+
+@pytest.mark.kind("until")
+def test_a_trace_split_at_a_run_time_position_in_one_program():
+    """``split(trace, [k, n - k])`` and sums of its pieces; sizes that do not add up raise ValueError."""
+    x0, k = at.dscalar("x0"), at.lscalar("k")
+    trace = doubling_until_above(x0, 100.0)
+    n = trace.shape[0]
+    first, rest = at.split(trace, at.stack([k, n - k]), 2)
+    outputs = [first, rest, rest.sum() * 2 + first.sum()]
+    for row in (0, 2):
+        assert_matches_reference([x0, k], outputs, 1.0, row)
+    f = aesara.function([x0, k], outputs, mode=aejax.linker.mode)
+    f(1.0, 2)
+    assert len(f.vm.jit_fn.segments) == 1
+    assert_raises_like_reference([x0, k], rest, (1.0, 9), ValueError, "split sizes")

@@ -101,3 +101,39 @@ def test_rows_of_a_trace_reduced_and_sliced_in_one_program():
     outs = [xs.sum(axis=1), xs.max(axis=0), xs[::-2], xs[1:-1].mean(), xs[-3:]]
     assert_matches_reference([x0], outs, np.array([1.0, 2.0, 0.5]))
     _one_program([x0], outs, np.array([1.0, 2.0, 0.5]))
+
+
+def _until_inside_a_loop(outer_steps=3):
+    """A fixed loop whose step runs an until loop from its state (``v <- v * a + s`` until its sum passes 30)."""
+    a, v0, seq = at.dscalar("a"), at.dvector("v0"), at.dvector("seq")
+
+    def step(s, v, a):
+        inner, _ = aesara.scan(
+            lambda w, a: (w * a + s, until(w.sum() * a > 30)), outputs_info=v, non_sequences=a, n_steps=15
+        )
+        return inner[-1] / inner.shape[0]
+
+    trace, _ = aesara.scan(step, sequences=seq, outputs_info=v0, non_sequences=a)
+    return [a, v0, seq], trace
+
+
+@pytest.mark.kind("until")
+def test_gradient_through_an_until_loop_inside_a_loop_in_one_program():
+    """The backward step re-runs the inner until loop and its own backward loop, sized by its run-time length."""
+    inputs, trace = _until_inside_a_loop()
+    a, v0, seq = inputs
+    grads = aesara.grad(trace.sum() + trace[-1, 0] ** 2, [a, v0, seq])
+    args = (1.5, np.array([0.5, 1.0]), np.array([0.1, 0.2, 0.3]))
+    assert_matches_reference(inputs, grads, *args, rtol=1e-9)
+    _one_program(inputs, grads, *args)
+
+
+@pytest.mark.kind("until")
+def test_second_derivative_through_an_until_loop_inside_a_loop_in_one_program():
+    """The backward step of the backward step splits a buffer of the inner loop's run-time length."""
+    inputs, trace = _until_inside_a_loop()
+    a, _, _ = inputs
+    second = aesara.grad(aesara.grad(trace[-1, 0], a), a)
+    args = (1.5, np.array([0.5, 1.0]), np.array([0.1, 0.2, 0.3]))
+    assert_matches_reference(inputs, second, *args, rtol=1e-9)
+    _one_program(inputs, second, *args)
