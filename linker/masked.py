@@ -15,6 +15,10 @@ Nodes that work row by row keep it masked without ever cutting it:
   front (`extremum`);
 - ``set_subtensor``/``inc_subtensor`` at masked indices scatter only the
   rows inside the mask;
+- a value of run-time length is itself indexed the same way: a boolean
+  mask of an until trace or of a selection (``trace[trace > 3]``,
+  ``x[idx][x[idx] > 1]``), its rows picked by an index array, and updates at
+  them (`boolean_selection`, `gather`, `scatter`);
 - checks only look at rows inside the mask;
 - joins along the rows and cumulative sums and products take the selected
   rows moved to the front, as a `Ragged` value (`ragged.selected_rows_first`,
@@ -245,14 +249,15 @@ def scatter(x: Any, values: Any, indices: Sequence[Any], set_instead_of_inc: boo
     or the rows of a `Ragged` value.
     """
     buffer = jnp.asarray(buffer_of(x))
-    if any(isinstance(i, Masked) for i in indices):
+    selected = any(isinstance(i, Masked) for i in indices)
+    if selected:
         mask = common_mask([*indices, values], node)
     else:
         mask, values = True, _one_per_index(selected_rows_first(values), indices[0], node)
     sizes = _axis_sizes(x, len(indices))
     _require_in_bounds(sizes, indices, mask, node)
     positions = [from_end(size, rows(i)) for size, i in zip(sizes, indices)]
-    if mask is not True and _one_row_per_selected(values, buffer, indices):
+    if selected and _one_row_per_selected(values, buffer, indices):
         positions = _first_selected(positions, mask, values, node)
         mask = positions[0] >= 0
     first = jnp.where(mask, positions[0], buffer.shape[0])
