@@ -235,7 +235,8 @@ def _require_in_bounds(sizes: Sequence[Any], indices: Sequence[Any], mask: Any, 
     for axis, (size, index) in enumerate(zip(sizes, indices)):
         if isinstance(index, slice):
             continue
-        inside = (rows(index) >= -size) & (rows(index) < size)
+        positions = jnp.asarray(rows(index), "int64")  # in a narrow or unsigned dtype, -size and size would wrap
+        inside = (positions >= -size) & (positions < size)
         require(jnp.all(inside | jnp.logical_not(mask)), IndexError, out_of_bounds(node, axis, size), f"node {node}")
 
 

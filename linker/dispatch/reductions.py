@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import jax.numpy as jnp
@@ -15,7 +16,8 @@ def argmax_over(x: Any, axis: Any) -> tuple[tuple[int, ...], Any]:
     axes = tuple(range(x.ndim)) if axis is None else tuple(int(a) for a in axis)
     kept = [i for i in range(x.ndim) if i not in axes]
     moved = jnp.transpose(x, kept + list(axes))
-    flat = moved.reshape(moved.shape[: len(kept)] + (-1,))
+    reduced = math.prod(x.shape[a] for a in axes)  # not -1: a kept axis of length 0 leaves it undecided
+    flat = moved.reshape(moved.shape[: len(kept)] + (reduced,))
     return axes, jnp.argmax(flat, axis=-1)
 
 

@@ -1,4 +1,4 @@
-"""Scalar Ops whose Aesara lowering is missing or wrong: complex parts, rounding, range tests, ``fill``."""
+"""Scalar Ops whose Aesara lowering is missing or wrong: complex parts, rounding, range tests, ``fill``, casts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,16 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
-from aesara.scalar.basic import Complex, ComplexFromPolar, FloorDivide, InRange, Real, RoundHalfAwayFromZero, Second
+from aesara.scalar.basic import (
+    Cast,
+    Complex,
+    ComplexFromPolar,
+    FloorDivide,
+    InRange,
+    Real,
+    RoundHalfAwayFromZero,
+    Second,
+)
 from aesara.tensor.math import MulWithoutZeros
 
 from aejax.linker.dispatch.basic import jax_funcify
@@ -86,3 +95,18 @@ def _second(op: Second, **kwargs: Any) -> Callable[..., Any]:
         return jnp.broadcast_to(y, jnp.broadcast_shapes(jnp.shape(x), jnp.shape(y)))
 
     return second
+
+
+@jax_funcify.register(Cast)
+def _cast(op: Cast, **kwargs: Any) -> Callable[..., Any]:
+    dtype = jnp.dtype(op.o_type.dtype)
+    narrow_int = dtype.kind in "iu" and dtype.itemsize < 8
+
+    def cast(x: Any) -> Any:
+        x = jnp.asarray(x)
+        if narrow_int and jnp.issubdtype(x.dtype, jnp.floating):
+            # numpy truncates to a 64-bit integer, then keeps the low bits (300.7 -> int8 44); XLA would saturate
+            x = x.astype("int64")
+        return x.astype(dtype)
+
+    return cast

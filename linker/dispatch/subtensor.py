@@ -96,6 +96,7 @@ def check_bounds(shape: tuple[int, ...], indices: tuple[Any, ...], node: Any) ->
     Axes are counted as numpy counts them: a slice or an integer (array) index
     takes one axis, a boolean mask as many as it has dimensions, ``None`` none.
     """
+    _require_broadcastable(indices, node)
     axis = 0
     for index in indices:
         if index is None:
@@ -109,6 +110,17 @@ def check_bounds(shape: tuple[int, ...], indices: tuple[Any, ...], node: Any) ->
         axis += 1
 
 
+def _require_broadcastable(indices: tuple[Any, ...], node: Any) -> None:
+    """Raise `IndexError`, as numpy does, when the integer array indices cannot broadcast together."""
+    shapes = [np.shape(i) for i in indices if i is not None and not isinstance(i, slice) and _dtype_kind(i) in "iu"]
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexOutOfBoundsError(
+            f"the index arrays of node {node} cannot be broadcast together (shapes {', '.join(map(str, shapes))})"
+        ) from None
+
+
 def _dtype_kind(index: Any) -> str:
     dtype = getattr(index, "dtype", None)
     return np.dtype(dtype if dtype is not None else type(index)).kind
@@ -116,10 +128,13 @@ def _dtype_kind(index: Any) -> str:
 
 def _check_axis(index: Any, axis: int, size: Any, node: Any) -> None:
     """Check ``index`` against ``size``, the size of ``axis`` (traced for a value of run-time length)."""
+    if not is_traced(size) and size == 0 and np.size(index):  # every index is past an empty axis
+        raise IndexOutOfBoundsError(f"an index is out of bounds for axis {axis} with size 0 in node {node}")
     if is_traced(index) or is_traced(size):
+        index = jnp.asarray(index, "int64")  # in a narrow or unsigned dtype, -size and size would wrap
         require((index >= -size) & (index < size), IndexError, out_of_bounds(node, axis, size), f"node {node}")
         return
-    values = np.asarray(index)
+    values = np.asarray(index, "int64")
     outside = values[(values < -size) | (values >= size)]
     if outside.size:
         raise IndexOutOfBoundsError(
@@ -181,8 +196,10 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
         if any(isinstance(v, Masked) for v in (x, y, *index_values)):
             return masked.scatter(x, y, index_values, set_instead_of_inc, node)
         indices = tuple(indices_from_subtensor(index_values, idx_list) if idx_list else index_values)
+        if _rows_with_traced_bounds(indices):  # x[a:b] = y with a, b traced: rows written at run-time positions
+            return ragged_update(x, y, indices, set_instead_of_inc, node)
         check_bounds(jnp.shape(x), indices, node)
-        target = jnp.asarray(x).at[indices]
+        target = jnp.asarray(x).at[static_slices(indices)]
         return target.set(y) if set_instead_of_inc else target.add(y)
 
     inc_subtensor.accepts_masked = not idx_list  # type: ignore[attr-defined]
@@ -190,8 +207,15 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
     return inc_subtensor
 
 
+def _rows_with_traced_bounds(indices: tuple[Any, ...]) -> bool:
+    """Whether the first of ``indices`` is a slice whose start or stop is traced."""
+    first = indices[0] if indices else None
+    return isinstance(first, slice) and any(is_traced(b) for b in (first.start, first.stop))
+
+
 def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: bool, node: Any) -> Any:
-    """``node``'s ``x`` with ``x[indices]`` set to (or incremented by) ``y``, where ``x`` or ``y`` is `Ragged`.
+    """``node``'s ``x`` with ``x[indices]`` set to (or incremented by) ``y``, where ``x`` or ``y`` is `Ragged`
+    or the first index a slice with traced bounds.
 
     The first index picks rows of ``x``'s run-time length: one row, or the
     rows of a slice, each written from the matching row of ``y`` (which has

@@ -10,7 +10,7 @@ import pytest
 
 import aejax.linker
 from aejax.linker import ShapeInputWarning
-from tests.reference import assert_matches_reference, compile_both
+from tests.reference import assert_matches_reference, assert_raises_like_reference, compile_both
 
 TABLE = np.arange(5.0) ** 2
 
@@ -91,3 +91,42 @@ def test_boolean_mask_update_with_too_many_values_raises_value_error():
     for f in (reference, ours):
         with pytest.raises(ValueError):
             f(*args)
+
+
+@pytest.mark.parametrize("update", [at.set_subtensor, at.inc_subtensor], ids=["set", "inc"])
+def test_rows_between_traced_bounds_updated_without_static_inputs(update):
+    """``x[a:b] = 9``, ``x[a:] += v`` and a window at a loop's counter, for any bounds, in one program."""
+    x, v, a, b = at.dvector("x"), at.dvector("v"), at.lscalar("a"), at.lscalar("b")
+    outputs = [update(x[a:b], 9.0), update(x[:b], v), update(at.as_tensor(np.zeros((4, 3)))[a:b, 1:], 1.0)]
+    for bounds in [(1, 3), (-2, 10), (4, 2)]:
+        length = len(np.arange(6.0)[: bounds[1]])
+        assert_matches_reference([x, v, a, b], outputs, np.arange(6.0), np.ones(length), *bounds)
+    window, _ = aesara.scan(lambda i, acc: update(acc[i : i + 2], 1.0), sequences=at.arange(4), outputs_info=x)
+    assert_matches_reference([x], window[-1], np.zeros(6))
+
+
+def test_values_of_another_length_for_rows_between_traced_bounds_raise_value_error():
+    x, v, b = at.dvector("x"), at.dvector("v"), at.lscalar("b")
+    args = (np.arange(6.0), np.ones(2), 3)
+    assert_raises_like_reference([x, v, b], at.set_subtensor(x[:b], v), args, ValueError, "another length")
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint64", "int8"])
+def test_indices_of_narrow_and_unsigned_dtypes(dtype):
+    """Their bounds checks do not wrap: ``x[i]``, ``inc_subtensor(x[i], 1)`` and ``x[k]`` in an axis of 200."""
+    x, i, k = at.dvector("x"), at.vector("i", dtype=dtype), at.scalar("k", dtype=dtype)
+    outputs = [x[i], at.inc_subtensor(x[i], 1.0), x[k]]
+    assert_matches_reference([x, i, k], outputs, np.arange(200.0), np.array([1, 1, 120], dtype), np.array(100, dtype))
+
+
+def test_any_index_into_an_empty_axis_raises_index_error():
+    x, m, k, i = at.dvector("x"), at.dmatrix("m"), at.lscalar("k"), at.lvector("i")
+    args = (np.zeros(0), np.zeros((3, 0)), 0, np.array([0]))
+    for output in (x[k], m[:, k], x[i]):
+        assert_raises_like_reference([x, m, k, i], output, args, IndexError, "size 0", on_unused_input="ignore")
+
+
+def test_index_arrays_that_do_not_broadcast_raise_index_error():
+    m, i, j = at.dmatrix("m"), at.lvector("i"), at.lvector("j")
+    args = (np.zeros((3, 4)), np.array([0, 1]), np.array([0, 1, 2]))
+    assert_raises_like_reference([m, i, j], m[i, j], args, IndexError, "cannot be broadcast")

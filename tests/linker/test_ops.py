@@ -158,3 +158,16 @@ def test_floor_division_by_zero_gives_numpys_values():
     zero = at.constant(0.0, dtype="float64")
     outputs = [a // b, a % b, x // zero, x // x]
     assert_matches_reference([a, b, x], outputs, np.array([7, -7, 0]), np.array([0, 2, 0]), np.array([1.0, -1.0, 0.0]))
+
+
+def test_floats_cast_to_narrow_integers_keep_the_low_bits_as_numpy_does():
+    """numpy gives int8 44 for 300.7 and uint8 255 for -1.7 (through a 64-bit integer); XLA would saturate."""
+    f = at.dvector("f")
+    outputs = [at.cast(f, "int8"), at.cast(f, "uint8"), at.cast(at.cast(f, "float32"), "int16")]
+    assert_matches_reference([f], outputs, np.array([-1.7, 300.7, 1e10, 70000.5]))
+
+
+def test_argmax_when_a_kept_axis_is_empty():
+    m, n = at.dmatrix("m"), at.dmatrix("n")
+    outputs = [at.argmax(m, axis=1), at.argmin(n, axis=0), at.argmax(m, axis=1, keepdims=True)]
+    assert_matches_reference([m, n], outputs, np.zeros((0, 3)), np.zeros((3, 0)))
