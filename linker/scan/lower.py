@@ -67,7 +67,7 @@ from aejax.linker.dispatch.tensor_basic import bounded_shape, require_memory
 from aejax.linker.checks import loop_end, loop_failure_start, loop_step, require
 from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.scan.layout import ScanLayout, split_by
-from aejax.linker.errors import InvalidValueError, LoweringError, variable_name
+from aejax.linker.errors import IndexOutOfBoundsError, InvalidValueError, LoweringError, variable_name
 from aejax.linker.lowering import LoweredGraph
 from aejax.linker.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, buffer_of, rows_padded
 from aejax.linker.rewrites import rewrites_asked_by, scan_rewrites
@@ -91,7 +91,8 @@ from aejax.linker.scan.carry import (
 
 def check_steps(n_steps: Any, seqs: Sequence[Any], node: Any) -> None:
     """Aesara's checks of a step count against the sequences (run-time checks where traced)."""
-    _check(n_steps >= 0, f"Scan was asked to run for a negative number of steps ({_shown(n_steps)})", node)
+    negative = f"Scan was asked to run for a negative number of steps ({_shown(n_steps)})"
+    _check(n_steps >= 0, negative, node, IndexOutOfBoundsError)  # Aesara's Scan raises IndexError
     for var, seq in zip(node.inputs[1:], seqs):
         length = sequence_length(seq)
         _check(
@@ -106,11 +107,11 @@ def _shown(value: Any) -> str:
     return "a run-time number of" if is_traced(value) else str(value)
 
 
-def _check(condition: Any, message: str, node: Any) -> None:
+def _check(condition: Any, message: str, node: Any, error: type[InvalidValueError] = InvalidValueError) -> None:
     if is_traced(condition):
-        require(condition, InvalidValueError, message, f"node {node}")
+        require(condition, error, message, f"node {node}")
     elif not condition:
-        raise InvalidValueError(message)
+        raise error(message)
 
 
 def sequence_length(seq: Any) -> Any:

@@ -204,3 +204,12 @@ def test_wrong_dtype_initial_state_is_rejected_and_changes_nothing():
     with pytest.raises(TypeError):
         f(np.array(["a", "b"]))
     assert rng.get_value().bit_generator.state == before
+
+
+def test_a_negative_run_time_number_of_steps_raises_index_error():
+    """As Aesara's Scan raises it (an `IndexError`; aejax's error is also a `ValueError`)."""
+    n, s0 = at.lscalar("n"), at.dscalar("s0")
+    states, _ = aesara.scan(lambda s: s * 1.5 + 1, outputs_info=s0, n_steps=n)
+    for call in compile_both([n, s0], states):
+        with pytest.raises(IndexError, match="negative number of step"):
+            call(-1, 1.0)
