@@ -1,6 +1,6 @@
 """Run the benchmark suite: aejax vs hand-written JAX vs Aesara's C backend.
 
-    python benchmarks/run.py [--rounds 7] [--scale 1.0] [--skip-c] [--only NAME] [--save FILE.json]
+    python benchmarks/run.py [--rounds 7] [--scale 1.0] [--skip-c] [--only NAME] [--save FILE.json] [--cpu-sync-dispatch]
     python benchmarks/run.py --load FILE.json [--plot [FILE.png]] [--rst]
 
 In every round aejax and hand-written JAX take turns of 5 ms, in a shuffled
@@ -262,6 +262,7 @@ def run_info(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "rounds": args.rounds,
         "scale": args.scale,
+        "cpu_sync_dispatch": args.cpu_sync_dispatch,
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "versions": {
             "jax": jax.__version__, "aesara": aesara.__version__, "python": platform.python_version(),
@@ -289,11 +290,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--plot", metavar="PNG", nargs="?", const="benchmarks.png",
                         help="draw the chart of ratios to hand-written JAX (default benchmarks.png)")
     parser.add_argument("--rst", action="store_true", help="print the rows of the README's csv-table")
+    parser.add_argument("--cpu-sync-dispatch", action="store_true",
+                        help="run JAX's CPU computations inline on the calling thread (jax_cpu_enable_async_dispatch=False)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.cpu_sync_dispatch:  # read when JAX makes its CPU client, so before any computation
+        jax.config.update("jax_cpu_enable_async_dispatch", False)
     if args.load:
         results = json.loads(Path(args.load).read_text())["workloads"]
         print("\n".join([HEADER, "-" * len(HEADER), *map(table_row, results)]))

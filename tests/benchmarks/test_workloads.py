@@ -142,3 +142,8 @@ def test_a_slow_call_is_timed_once_per_round():
     calls = []
     run.interleaved_medians({"slow": lambda: calls.append(time.sleep(0.02))}, budget=0.001)
     assert len(calls) == 1
+
+
+def test_the_saved_table_says_whether_cpu_computations_ran_inline():
+    assert run.run_info(run.parse_args(["--cpu-sync-dispatch"]))["cpu_sync_dispatch"] is True
+    assert run.run_info(run.parse_args([]))["cpu_sync_dispatch"] is False
