@@ -86,10 +86,11 @@ def interleaved_medians(
     total, each = 0.0, 0
     while each == 0 or (total < budget * len(calls) and each < max_calls):
         for name, call in calls.items():
-            turn_times = timed_turn(call, turn, max_calls - len(times[name]))
-            times[name] += turn_times
-            total += sum(turn_times)
-        each = min(map(len, times.values()), default=max_calls)
+            if len(times[name]) < max_calls:
+                turn_times = timed_turn(call, turn, max_calls - len(times[name]))
+                times[name] += turn_times
+                total += sum(turn_times)
+        each = min(map(len, times.values()))
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -135,7 +136,7 @@ def call_groups(names: list[str]) -> list[list[str]]:
     the two backends is converted each time, which neither pays when called
     over and over.
     """
-    return [[n for n in names if n != "aesara C"], [n for n in names if n == "aesara C"]]
+    return [group for group in ([n for n in names if n != "aesara C"], [n for n in names if n == "aesara C"]) if group]
 
 
 def measure(work: Workload, rounds: int, with_c: bool) -> dict[str, Any]:
@@ -143,7 +144,8 @@ def measure(work: Workload, rounds: int, with_c: bool) -> dict[str, Any]:
     found = systems(work, with_c)
     per_round: dict[str, list[float]] = {name: [] for name in found}
     for _ in range(rounds):
-        for group in random.sample(call_groups(list(found)), 2):
+        groups = call_groups(list(found))
+        for group in random.sample(groups, len(groups)):
             shuffled = random.sample(group, len(group))
             for name, median in interleaved_medians({name: found[name][1] for name in shuffled}).items():
                 per_round[name].append(median)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 
 def variable_name(var: Any) -> str:
     """How error messages and warnings name a graph variable."""
@@ -65,10 +63,3 @@ class IndexOutOfBoundsError(InvalidValueError, IndexError):
 
 class AllocationError(InvalidValueError, MemoryError):
     """A value would need more memory than there is (e.g. a Scan's traces for its ``n_steps``)."""
-
-
-def out_of_bounds(node: Any, axis: int, size: Any) -> str:
-    """The message of a run-time check that an index of ``node`` is inside ``axis`` of ``size`` (traced or not)."""
-    traced = not isinstance(size, (int, np.integer))
-    of_size = "whose length is known only at run time" if traced else f"with size {size}"
-    return f"an index of node {node} is out of bounds for axis {axis} {of_size}"

@@ -45,14 +45,16 @@ from aesara.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from aesara.tensor.math import Argmax, MaxAndArgmax
 
 from aejax.linker.checks import require
-from aejax.linker.errors import IndexOutOfBoundsError, LoweringError, out_of_bounds
+from aejax.linker.errors import IndexOutOfBoundsError, LoweringError
 from aejax.linker.concrete import is_traced
 from aejax.linker.ragged import (
     Masked,
     Ragged,
+    as_int64,
     buffer_of,
     each_output,
     from_end,
+    row_count,
     rows_padded,
     selected_rows_first,
     with_length_of,
@@ -166,11 +168,6 @@ def holds(condition: Any) -> Any:
     return jnp.where(_along_rows(condition.mask, jnp.ndim(condition.buffer)), condition.buffer, True)
 
 
-def as_selection(value: Any) -> Any:
-    """A `Ragged` value as the `Masked` selection of its rows (`Ragged.as_masked`); anything else as it is."""
-    return value.as_masked() if isinstance(value, Ragged) else value
-
-
 def gather(x: Any, indices: Sequence[Any], node: Apply) -> Any:
     """``x[indices]`` for integer indices or slices, one per leading axis; ``x`` may be `Ragged`, indices `Masked`.
 
@@ -187,9 +184,14 @@ def gather(x: Any, indices: Sequence[Any], node: Apply) -> Any:
     mask = common_mask(indices, node) if masked else True
     sizes = _axis_sizes(x, len(indices))
     _require_in_bounds(sizes, indices, mask, node)
-    positions = tuple(i if isinstance(i, slice) else from_end(size, rows(i)) for size, i in zip(sizes, indices))
+    positions = _positions(sizes, indices)
     picked = jnp.asarray(buffer_of(x))[positions]
     return Masked(picked, mask) if masked else picked
+
+
+def _positions(sizes: Sequence[Any], indices: Sequence[Any]) -> tuple[Any, ...]:
+    """``indices`` as positions: negative integers counted from the end of their axis (of ``sizes``), slices as they are."""
+    return tuple(i if isinstance(i, slice) else from_end(size, rows(i)) for size, i in zip(sizes, indices))
 
 
 def boolean_selection(x: Any, flags: Any, node: Apply) -> Masked:
@@ -215,7 +217,10 @@ def mask_over_buffer(flags: Any, x: Any, node: Apply) -> Any:
 def _require_same_length(flags: Any, x: Any, node: Apply) -> None:
     """Check that a boolean mask is as long as the value it indexes: while tracing if both lengths are known."""
     message = f"the boolean index of node {node} does not match the length of the array it indexes"
-    lengths = [v.length if isinstance(v, Ragged) else jnp.shape(v)[0] for v in (flags, x)]
+    mask_dims = jnp.shape(buffer_of(flags))[1:]
+    if mask_dims != jnp.shape(buffer_of(x))[1 : 1 + len(mask_dims)]:
+        raise IndexOutOfBoundsError(f"{message}: a mask of shape (n, {', '.join(map(str, mask_dims))})")
+    lengths = [row_count(flags), row_count(x)]
     if any(is_traced(n) for n in lengths):
         require(lengths[0] == lengths[1], IndexError, message, f"node {node}")
     elif lengths[0] != lengths[1]:
@@ -233,11 +238,17 @@ def _axis_sizes(x: Any, count: int) -> list[Any]:
 def _require_in_bounds(sizes: Sequence[Any], indices: Sequence[Any], mask: Any, node: Apply) -> None:
     """Check the selected entries of integer ``indices`` (slices are not checked) against the ``sizes`` of their axes."""
     for axis, (size, index) in enumerate(zip(sizes, indices)):
-        if isinstance(index, slice):
-            continue
-        positions = jnp.asarray(rows(index), "int64")  # in a narrow or unsigned dtype, -size and size would wrap
-        inside = (positions >= -size) & (positions < size)
-        require(jnp.all(inside | jnp.logical_not(mask)), IndexError, out_of_bounds(node, axis, size), f"node {node}")
+        if not isinstance(index, slice):
+            require_inside(rows(index), size, axis, node, selected=mask)
+
+
+def require_inside(index: Any, size: Any, axis: int, node: Apply, selected: Any = True) -> None:
+    """A run-time check that ``index`` (where ``selected``) is inside ``axis`` of ``size``, else `IndexError`."""
+    index = as_int64(index)
+    inside = (index >= -size) & (index < size)
+    of_size = "whose length is known only at run time" if is_traced(size) else f"with size {size}"
+    message = f"an index of node {node} is out of bounds for axis {axis} {of_size}"
+    require(jnp.all(inside | jnp.logical_not(selected)), IndexError, message, f"node {node}")
 
 
 def scatter(x: Any, values: Any, indices: Sequence[Any], set_instead_of_inc: bool, node: Apply) -> Any:
@@ -257,7 +268,7 @@ def scatter(x: Any, values: Any, indices: Sequence[Any], set_instead_of_inc: boo
         mask, values = True, _one_per_index(selected_rows_first(values), indices[0], node)
     sizes = _axis_sizes(x, len(indices))
     _require_in_bounds(sizes, indices, mask, node)
-    positions = [from_end(size, rows(i)) for size, i in zip(sizes, indices)]
+    positions = list(_positions(sizes, indices))
     if selected and _one_row_per_selected(values, buffer, indices):
         positions = _first_selected(positions, mask, values, node)
         mask = positions[0] >= 0
@@ -297,7 +308,7 @@ def _first_selected(positions: Sequence[Any], mask: Any, values: Any, node: Appl
     run-time length), as Aesara requires of the values set at it.
     """
     rows_given = jnp.shape(buffer_of(values))[0]
-    count = values.length if isinstance(values, Ragged) else rows_given
+    count = row_count(values)
     require(
         jnp.sum(mask) == count,
         ValueError,

@@ -177,8 +177,14 @@ def _constant_step(step: Any) -> int:
 
 
 def from_end(length: Any, index: Any) -> Any:
-    """``index`` with a negative one counted from ``length``, as numpy counts it."""
+    """``index`` with a negative one counted from ``length``, as numpy counts it (in int64: a narrow dtype would wrap)."""
+    index = as_int64(index)
     return jnp.where(index < 0, length + index, index)
+
+
+def as_int64(index: Any) -> Any:
+    """An integer index as int64, so that comparing it with a size or adding one cannot wrap around."""
+    return jnp.asarray(index, "int64")
 
 
 def buffer_of(value: Any) -> Any:
@@ -189,6 +195,16 @@ def buffer_of(value: Any) -> Any:
 def with_length_of(value: Any, buffer: Any) -> Any:
     """``buffer``, computed from ``value``'s buffer, as a value of its length: `Ragged` if ``value`` is."""
     return Ragged(buffer, value.length) if isinstance(value, Ragged) else buffer
+
+
+def row_count(value: Any) -> Any:
+    """How many rows ``value`` has: traced for a `Ragged` value or a range with traced bounds, else its first size."""
+    return value.length if isinstance(value, (Ragged, RangeRows)) else jnp.shape(value)[0]
+
+
+def as_selection(value: Any) -> Any:
+    """A `Ragged` value as the `Masked` selection of its rows (`Ragged.as_masked`); anything else as it is."""
+    return value.as_masked() if isinstance(value, Ragged) else value
 
 
 def selected_rows_first(value: Any) -> Any:

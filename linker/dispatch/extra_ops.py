@@ -24,7 +24,7 @@ from aejax.linker.checks import require
 from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import InvalidValueError, LoweringError
-from aejax.linker.ragged import Ragged, rows_of
+from aejax.linker.ragged import Ragged, buffer_of, rows_of, with_length_of
 
 
 def _one_or_tuple(values: list[Any]) -> Any:
@@ -55,8 +55,9 @@ def _split(op: Split, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
         (axis,) = static_ints((axis,), "the split axis")
         if isinstance(x, Ragged) and axis == 0:
             return _one_or_tuple(ragged_pieces(op, node, x, splits))
-        sizes = split_sizes(op, node, x.shape[axis], splits)
-        return _one_or_tuple(jnp.split(x, np.cumsum(sizes)[:-1], axis=axis))
+        buffer = buffer_of(x)
+        sizes = split_sizes(op, node, buffer.shape[axis], splits)
+        return _one_or_tuple([with_length_of(x, p) for p in jnp.split(buffer, np.cumsum(sizes)[:-1], axis=axis)])
 
     split.accepts_ragged = True  # type: ignore[attr-defined]
     return split

@@ -104,9 +104,9 @@ def _cast(op: Cast, **kwargs: Any) -> Callable[..., Any]:
 
     def cast(x: Any) -> Any:
         x = jnp.asarray(x)
-        if narrow_int and jnp.issubdtype(x.dtype, jnp.floating):
+        if narrow_int and jnp.issubdtype(x.dtype, jnp.inexact):
             # numpy truncates to a 64-bit integer, then keeps the low bits (300.7 -> int8 44); XLA would saturate
-            x = x.astype("int64")
+            x = jnp.real(x).astype("int64")
         return x.astype(dtype)
 
     return cast

@@ -27,15 +27,17 @@ from aesara.tensor.subtensor import (
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.concrete import is_traced, static_scalars
-from aejax.linker.errors import IndexOutOfBoundsError, out_of_bounds
+from aejax.linker.errors import IndexOutOfBoundsError
 from aejax.linker import masked
 from aejax.linker.ragged import (
     RUN_TIME_LENGTH,
     Masked,
     Ragged,
     RangeRows,
+    as_selection,
     buffer_of,
     from_end,
+    row_count,
     selected_rows_first,
     slice_positions,
     with_length_of,
@@ -48,13 +50,13 @@ from aejax.linker.ragged import (
 def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     idx_list = getattr(op, "idx_list", None)
     by_boolean_mask = isinstance(op, AdvancedSubtensor) and _boolean_mask_only(node, node_indices_from=1)
-    by_arrays = _indexed_by_arrays_only(op, node)
+    by_arrays = _indexed_by_arrays_only(node, node_indices_from=1)
 
     def subtensor(x: Any, *index_values: Any) -> Any:
         if by_boolean_mask and (is_traced(index_values[0]) or isinstance(x, RUN_TIME_LENGTH)):
             return masked.boolean_selection(selected_rows_first(x), selected_rows_first(index_values[0]), node)
         if by_arrays and any(isinstance(v, RUN_TIME_LENGTH) for v in (x, *index_values)):
-            return masked.gather(selected_rows_first(x), [masked.as_selection(v) for v in index_values], node)
+            return masked.gather(selected_rows_first(x), [as_selection(v) for v in index_values], node)
         indices = tuple(indices_from_subtensor(index_values, idx_list))
         if isinstance(x, Ragged):
             return ragged_subtensor(x, indices, node)
@@ -63,7 +65,7 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
                 return x.sliced(indices[0])
             return x.row(row_position(x.length, indices[0], node))
         if any(isinstance(v, Masked) for v in (x, *index_values)):
-            return masked.gather(x, index_values, node)
+            return masked.gather(selected_rows_first(x), index_values, node)
         check_bounds(jnp.shape(x), indices, node)
         return indexable(x, index_values)[static_slices(indices)]
 
@@ -73,13 +75,13 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     return subtensor
 
 
-def _indexed_by_arrays_only(op: Any, node: Any, node_indices_from: int = 1) -> bool:
+def _indexed_by_arrays_only(node: Any, node_indices_from: int) -> bool:
     """Whether ``node`` indexes with integer arrays only, one per leading axis (no slices, no ``None``).
 
     Its index inputs start at position ``node_indices_from``.
     """
     advanced = (AdvancedSubtensor, AdvancedSubtensor1, AdvancedIncSubtensor, AdvancedIncSubtensor1)
-    if not isinstance(op, advanced) or node is None:
+    if node is None or not isinstance(node.op, advanced):
         return False
     indices = node.inputs[node_indices_from:]
     return all(isinstance(i.type, TensorType) and i.type.dtype in integer_dtypes for i in indices)
@@ -128,11 +130,10 @@ def _dtype_kind(index: Any) -> str:
 
 def _check_axis(index: Any, axis: int, size: Any, node: Any) -> None:
     """Check ``index`` against ``size``, the size of ``axis`` (traced for a value of run-time length)."""
-    if not is_traced(size) and size == 0 and np.size(index):  # every index is past an empty axis
+    if is_traced(index) and not is_traced(size) and size == 0 and np.size(index):  # JAX cannot index an empty axis
         raise IndexOutOfBoundsError(f"an index is out of bounds for axis {axis} with size 0 in node {node}")
     if is_traced(index) or is_traced(size):
-        index = jnp.asarray(index, "int64")  # in a narrow or unsigned dtype, -size and size would wrap
-        require((index >= -size) & (index < size), IndexError, out_of_bounds(node, axis, size), f"node {node}")
+        masked.require_inside(index, size, axis, node)
         return
     values = np.asarray(index, "int64")
     outside = values[(values < -size) | (values >= size)]
@@ -180,23 +181,23 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
     idx_list = getattr(op, "idx_list", None)
     set_instead_of_inc = op.set_instead_of_inc
     by_boolean_mask = isinstance(op, AdvancedIncSubtensor) and _boolean_mask_only(node, node_indices_from=2)
-    by_arrays = _indexed_by_arrays_only(op, node, node_indices_from=2)
+    by_arrays = _indexed_by_arrays_only(node, node_indices_from=2)
 
     def inc_subtensor(x: Any, y: Any, *index_values: Any) -> Any:
-        if by_boolean_mask and (is_traced(index_values[0]) or isinstance(x, RUN_TIME_LENGTH)):
+        if by_boolean_mask and (is_traced(index_values[0]) or any(isinstance(v, RUN_TIME_LENGTH) for v in (x, y))):
             x, flags = selected_rows_first(x), selected_rows_first(index_values[0])
             flags = masked.mask_over_buffer(flags, x, node)
             return with_length_of(x, boolean_mask_update(jnp.asarray(buffer_of(x)), y, flags, set_instead_of_inc, node))
         if by_arrays and any(isinstance(v, RUN_TIME_LENGTH) for v in (x, y, *index_values)):
-            indices = [masked.as_selection(v) for v in index_values]
+            indices = [as_selection(v) for v in index_values]
             return masked.scatter(selected_rows_first(x), y, indices, set_instead_of_inc, node)
         if isinstance(x, Ragged) or isinstance(y, Ragged):
             indices = tuple(indices_from_subtensor(index_values, idx_list))
             return ragged_update(x, y, indices, set_instead_of_inc, node)
         if any(isinstance(v, Masked) for v in (x, y, *index_values)):
-            return masked.scatter(x, y, index_values, set_instead_of_inc, node)
+            return masked.scatter(selected_rows_first(x), y, index_values, set_instead_of_inc, node)
         indices = tuple(indices_from_subtensor(index_values, idx_list) if idx_list else index_values)
-        if _rows_with_traced_bounds(indices):  # x[a:b] = y with a, b traced: rows written at run-time positions
+        if idx_list and _rows_with_traced_bounds(indices):  # x[a:b] = y, a or b traced: rows at run-time positions
             return ragged_update(x, y, indices, set_instead_of_inc, node)
         check_bounds(jnp.shape(x), indices, node)
         target = jnp.asarray(x).at[static_slices(indices)]
@@ -229,7 +230,7 @@ def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: 
         one_per_row = isinstance(y, Ragged) or (values.ndim == buffer.ndim and values.shape[0] != 1)
         if one_per_row:
             require(
-                (y.length if isinstance(y, Ragged) else values.shape[0]) == count,
+                row_count(y) == count,
                 ValueError,
                 f"node {node} sets a slice of rows from a value of another length (known only at run time)",
                 f"node {node}",
@@ -242,7 +243,7 @@ def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: 
         positions = row_position(length, first, node)
     target = buffer.at[(positions, *rest)]
     updated = target.set(values, mode="drop") if set_instead_of_inc else target.add(values, mode="drop")
-    return Ragged(updated, length) if isinstance(x, Ragged) else updated
+    return with_length_of(x, updated)
 
 
 def _boolean_mask_only(node: Any, node_indices_from: int) -> bool:

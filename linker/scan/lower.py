@@ -69,7 +69,7 @@ from aejax.linker.concrete import is_traced, static_ints
 from aejax.linker.scan.layout import ScanLayout, split_by
 from aejax.linker.errors import IndexOutOfBoundsError, InvalidValueError, LoweringError, variable_name
 from aejax.linker.lowering import LoweredGraph
-from aejax.linker.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, buffer_of, rows_padded
+from aejax.linker.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, buffer_of, row_count, rows_padded
 from aejax.linker.rewrites import rewrites_asked_by, scan_rewrites
 from aejax.linker.scan.noise import ScanNoise
 from aejax.linker.scan.carry import (
@@ -94,7 +94,7 @@ def check_steps(n_steps: Any, seqs: Sequence[Any], node: Any) -> None:
     negative = f"Scan was asked to run for a negative number of steps ({_shown(n_steps)})"
     _check(n_steps >= 0, negative, node, IndexOutOfBoundsError)  # Aesara's Scan raises IndexError
     for var, seq in zip(node.inputs[1:], seqs):
-        length = sequence_length(seq)
+        length = row_count(seq)
         _check(
             n_steps <= length,
             f"the sequence {outer_name(var)!r} of Scan {node.op} has {_shown(length)} entries but the "
@@ -112,11 +112,6 @@ def _check(condition: Any, message: str, node: Any, error: type[InvalidValueErro
         require(condition, error, message, f"node {node}")
     elif not condition:
         raise error(message)
-
-
-def sequence_length(seq: Any) -> Any:
-    """How many rows a sequence has (traced for an arange with traced bounds, or a `Ragged` value)."""
-    return seq.length if isinstance(seq, (RangeRows, Ragged)) else seq.shape[0]
 
 
 def sequence_row(seq: Any, index: Any) -> Any:

@@ -410,3 +410,24 @@ def test_selected_rows_of_a_matrix_cut_by_a_slice(x_and_selection):
     matrix = np.arange(15.0).reshape(5, 3)
     assert_matches_reference([m, labels], outputs, matrix, LABELS)
     assert _single_program([m, labels], outputs, matrix, LABELS)
+
+
+def test_negative_indices_of_a_narrow_dtype_into_a_long_axis():
+    """``y[cast(v[v < 0], int8)]``: -1 counts from the end of 300 rows (a narrow dtype must not wrap)."""
+    y, v = at.dvector("y"), at.lvector("v")
+    picked = y[at.cast(v[at.nonzero(v < 0)], "int8")]
+    assert_matches_reference([y, v], picked, np.arange(300.0), np.array([-1, 5, -3]))
+
+
+def test_a_boolean_mask_of_another_width_raises_index_error():
+    m, k = at.dmatrix("m"), at.dmatrix("k")
+    assert_raises_like_reference([m, k], m[k > 0], (np.ones((4, 3)), np.ones((4, 4))), IndexError, "mask of shape")
+
+
+def test_a_constant_mask_set_from_an_until_trace():
+    x0, y = at.dscalar("x0"), at.dvector("y")
+    trace = _growing_trace(x0)
+    length = aesara.function([x0], trace.shape[0], mode="FAST_COMPILE")(1.0)
+    mask = np.arange(40) % 2 == 0
+    mask[2 * length :] = False
+    assert_matches_reference([x0, y], at.set_subtensor(y[at.constant(mask)], trace), 1.0, np.zeros(40))

@@ -281,3 +281,11 @@ def test_a_trace_split_at_a_run_time_position_in_one_program():
     f(1.0, 2)
     assert len(f.vm.jit_fn.segments) == 1
     assert_raises_like_reference([x0, k], rest, (1.0, 9), ValueError, "split sizes")
+
+
+@pytest.mark.kind("until")
+def test_columns_of_a_matrix_trace_split_apart():
+    v0 = at.dvector("v0")
+    trace, _ = aesara.scan(lambda v: (v * 2, until(v.sum() > 50)), outputs_info=v0, n_steps=20)
+    left, right = at.split(trace, [1, 2], 2, axis=1)
+    assert_matches_reference([v0], [left, right, right.sum()], np.array([1.0, 2.0, 0.5]))
