@@ -194,11 +194,12 @@ def _positions(sizes: Sequence[Any], indices: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(i if isinstance(i, slice) else from_end(size, rows(i)) for size, i in zip(sizes, indices))
 
 
-def boolean_selection(x: Any, flags: Any, node: Apply) -> Masked:
-    """``x[flags]`` for a traced boolean mask over the leading axes of ``x``; either may be `Ragged`."""
+def boolean_selection(x: Any, flags: Any, node: Apply, cuts: tuple[slice, ...] = ()) -> Masked:
+    """``x[flags, *cuts]`` for a traced boolean mask over the leading axes of ``x`` (either may be `Ragged`),
+    then static slices of the axes after them."""
     buffer = jnp.asarray(buffer_of(x))
     positions = nonzero_positions(mask_over_buffer(flags, x, node))
-    return Masked(buffer[tuple(p.buffer for p in positions)], positions[0].mask)
+    return Masked(buffer[(*(p.buffer for p in positions), *cuts)], positions[0].mask)
 
 
 def mask_over_buffer(flags: Any, x: Any, node: Apply) -> Any:

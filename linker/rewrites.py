@@ -4,13 +4,14 @@
 
 - included: ``fast_run`` (canonicalisation, specialisation, the scan
   push-outs and merges, the shape rewrites that work without Aesara's
-  `ShapeFeature`, below), plus Aesara's
-  JAX rewrite that turns the sum of a boolean-mask selection into a sum of
-  ``where`` (``jax_boolean_indexing_sum``). Its sibling
-  ``jax_boolean_indexing_set_or_inc`` is left out: it rewrites
-  ``set_subtensor(x[mask], y)`` into ``where(mask, y, x)``, wrong whenever
-  ``y`` has one row per selected element; our lowering of the increment
-  handles masks instead (`aejax.linker.dispatch.subtensor`);
+  `ShapeFeature`, below). Aesara's JAX rewrites for boolean masks are left
+  out, since aejax lowers masks itself (`aejax.linker.masked`), and both are
+  wrong: ``jax_boolean_indexing_sum`` turns ``x[mask].sum()`` into
+  ``where(mask, x, 0).sum()``, which broadcasts a row mask of a matrix along
+  its columns and drops the slices of ``m[mask, 1:]``;
+  ``jax_boolean_indexing_set_or_inc`` turns ``set_subtensor(x[mask], y)``
+  into ``where(mask, y, x)``, wrong whenever ``y`` has one row per selected
+  element;
 - excluded: ``inplace`` (JAX arrays are immutable; in-place Ops only add
   destroy-handler work), ``cxx_only`` and ``BlasOpt`` (C and BLAS Ops with no
   JAX lowering), ``fusion`` (XLA fuses elementwise work itself; Aesara's
@@ -295,7 +296,7 @@ output they replace (``broadcast_like``), which keeps that output in the graph: 
 again forever (``x ** 0``, the second derivative of ``x ** 2``). XLA simplifies what they would."""
 
 JAX_REWRITES = RewriteDatabaseQuery(
-    include=["fast_run", "jax_boolean_indexing_sum"],
+    include=["fast_run"],
     exclude=[
         "cxx_only",
         "BlasOpt",

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from aesara.tensor.type import TensorType, integer_dtypes
+from aesara.tensor.type_other import SliceType
 from aesara.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
@@ -49,12 +50,13 @@ from aejax.linker.ragged import (
 @jax_funcify.register(AdvancedSubtensor1)
 def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     idx_list = getattr(op, "idx_list", None)
-    by_boolean_mask = isinstance(op, AdvancedSubtensor) and _boolean_mask_only(node, node_indices_from=1)
+    by_boolean_mask = isinstance(op, AdvancedSubtensor) and _mask_then_slices(node)
     by_arrays = _indexed_by_arrays_only(node, node_indices_from=1)
 
     def subtensor(x: Any, *index_values: Any) -> Any:
         if by_boolean_mask and (is_traced(index_values[0]) or isinstance(x, RUN_TIME_LENGTH)):
-            return masked.boolean_selection(selected_rows_first(x), selected_rows_first(index_values[0]), node)
+            mask, cuts = selected_rows_first(index_values[0]), static_slices(index_values[1:])
+            return masked.boolean_selection(selected_rows_first(x), mask, node, cuts)
         if by_arrays and any(isinstance(v, RUN_TIME_LENGTH) for v in (x, *index_values)):
             return masked.gather(selected_rows_first(x), [as_selection(v) for v in index_values], node)
         indices = tuple(indices_from_subtensor(index_values, idx_list))
@@ -244,6 +246,13 @@ def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: 
     target = buffer.at[(positions, *rest)]
     updated = target.set(values, mode="drop") if set_instead_of_inc else target.add(values, mode="drop")
     return with_length_of(x, updated)
+
+
+def _mask_then_slices(node: Any) -> bool:
+    """Whether ``node`` (indexing) takes a boolean mask, then slices only (``x[mask]``, ``m[mask, 1:]``)."""
+    indices = [] if node is None else node.inputs[1:]
+    slices = all(isinstance(i.type, SliceType) for i in indices[1:])
+    return bool(indices) and indices[0].type.dtype == "bool" and slices
 
 
 def _boolean_mask_only(node: Any, node_indices_from: int) -> bool:

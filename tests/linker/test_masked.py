@@ -431,3 +431,19 @@ def test_a_constant_mask_set_from_an_until_trace():
     mask = np.arange(40) % 2 == 0
     mask[2 * length :] = False
     assert_matches_reference([x0, y], at.set_subtensor(y[at.constant(mask)], trace), 1.0, np.zeros(40))
+
+
+def test_rows_picked_by_a_traced_mask_then_cut_by_a_slice():
+    """``m[mk, 1:]`` and ``m[m[:, 0] > 3, ::2]``: a boolean mask of the rows, then slices of the other axes."""
+    m, mk = at.dmatrix("m"), at.bvector("mk")
+    outputs = [m[at.neq(mk, 0), 1:], m[m[:, 0] > 3, ::2], m[m[:, 0] > 3, ::2].sum()]
+    assert_matches_reference([m, mk], outputs, np.arange(12.0).reshape(3, 4), np.array([1, 0, 1], "int8"))
+    assert _single_program([m, mk], outputs, np.arange(12.0).reshape(3, 4), np.array([1, 0, 1], "int8"))
+
+
+def test_sums_of_rows_picked_by_a_mask_of_a_square_matrix():
+    """``m[m[:, 0] > 3].sum()``: Aesara's JAX rewrite of such sums (left out) masked columns of a square matrix."""
+    m = at.dmatrix("m")
+    outputs = [m[m[:, 0] > 3].sum(), m[m[:, 0] > 3, ::2].sum(), m[m > 3].sum()]
+    assert_matches_reference([m], outputs, np.arange(16.0).reshape(4, 4))
+    assert _single_program([m], outputs, np.arange(16.0).reshape(4, 4))
