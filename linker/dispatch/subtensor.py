@@ -50,7 +50,7 @@ from aejax.linker.ragged import (
 @jax_funcify.register(AdvancedSubtensor1)
 def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     idx_list = getattr(op, "idx_list", None)
-    by_boolean_mask = isinstance(op, AdvancedSubtensor) and _mask_then_slices(node)
+    by_boolean_mask = isinstance(op, AdvancedSubtensor) and _slices_after_a_mask(node, 1) is not None
     by_arrays = _indexed_by_arrays_only(node, node_indices_from=1)
 
     def subtensor(x: Any, *index_values: Any) -> Any:
@@ -182,7 +182,7 @@ def row_position(length: Any, row: Any, node: Any) -> Any:
 def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     idx_list = getattr(op, "idx_list", None)
     set_instead_of_inc = op.set_instead_of_inc
-    by_boolean_mask = isinstance(op, AdvancedIncSubtensor) and _boolean_mask_only(node, node_indices_from=2)
+    by_boolean_mask = isinstance(op, AdvancedIncSubtensor) and _slices_after_a_mask(node, 2) == 0
     by_arrays = _indexed_by_arrays_only(node, node_indices_from=2)
 
     def inc_subtensor(x: Any, y: Any, *index_values: Any) -> Any:
@@ -248,17 +248,13 @@ def ragged_update(x: Any, y: Any, indices: tuple[Any, ...], set_instead_of_inc: 
     return with_length_of(x, updated)
 
 
-def _mask_then_slices(node: Any) -> bool:
-    """Whether ``node`` (indexing) takes a boolean mask, then slices only (``x[mask]``, ``m[mask, 1:]``)."""
-    indices = [] if node is None else node.inputs[1:]
-    slices = all(isinstance(i.type, SliceType) for i in indices[1:])
-    return bool(indices) and indices[0].type.dtype == "bool" and slices
-
-
-def _boolean_mask_only(node: Any, node_indices_from: int) -> bool:
-    """Whether ``node``'s index inputs (from position ``node_indices_from`` on) are a single boolean mask (``x[mask]``)."""
+def _slices_after_a_mask(node: Any, node_indices_from: int) -> int | None:
+    """How many slices follow ``node``'s first index input (at ``node_indices_from``) if it is a boolean mask and
+    only slices follow it (``x[mask]``: 0, ``m[mask, 1:]``: 1); ``None`` otherwise."""
     indices = [] if node is None else node.inputs[node_indices_from:]
-    return len(indices) == 1 and indices[0].type.dtype == "bool"
+    if not indices or indices[0].type.dtype != "bool" or not all(isinstance(i.type, SliceType) for i in indices[1:]):
+        return None
+    return len(indices) - 1
 
 
 def boolean_mask_update(x: Any, y: Any, mask: Any, set_instead_of_inc: bool, node: Any) -> Any:

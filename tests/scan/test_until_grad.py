@@ -12,7 +12,7 @@ import pytest
 from aesara.scan.utils import until
 
 import aejax.linker
-from tests.reference import REFERENCE, assert_matches_reference
+from tests.reference import assert_matches_reference
 
 
 def growth(max_steps=1000):
