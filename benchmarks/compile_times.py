@@ -16,7 +16,7 @@ workloads' aehmc and aeppl), which is not counted in any compile time. With
 Aesara 2.9.4 the import compiles nothing: Aesara's helper modules (``cutils``,
 ``lazylinker``) are compiled by the first function compile that needs them,
 so they are in the cold compile times. aejax's rewriting runs with
-``config.cxx`` empty (`aejax.linker.function.AejaxFunctionMaker`), so its
+``config.cxx`` empty (`aejax.linker.call.function.AejaxFunctionMaker`), so its
 constant folding compiles no C and its compile time does not depend on the
 cache. The C backend's cold compile comes after aejax's in the same child.
 ``--save`` keeps the table as JSON; ``--rst`` prints it as a csv-table for

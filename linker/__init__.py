@@ -6,6 +6,7 @@ Importing it registers the mode ``"AEJAX"``::
     f = aesara.function([x], y, mode="AEJAX")   # or mode=aejax.linker.mode
 """
 
+from aejax.linker import scan  # noqa: F401  (registers the Scan lowering)
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.dispatch.callback import CallbackWarning
 from aejax.linker.export import JaxGraph, jaxify
@@ -19,11 +20,11 @@ from aejax.linker.errors import (
     NodeTypeError,
     NodeValueError,
 )
-from aejax.linker.function import AejaxFunction
-from aejax.linker.linker import JAXCodecLinker
+from aejax.linker.call.function import AejaxFunction
+from aejax.linker.call.linker import JAXCodecLinker
 from aejax.linker.mode import MODE_NAME, AejaxMode, mode, use_for_aesara_jax_mode
 from aejax.linker.rewrites import JAX_REWRITES, ScanKeepLast
-from aejax.linker.static_inputs import RecompileWarning, ShapeInputWarning, StaticInputProgram
+from aejax.linker.program.static_inputs import RecompileWarning, ShapeInputWarning, StaticInputProgram
 
 __all__ = [
     "JAX_REWRITES",

@@ -1,4 +1,4 @@
-"""Errors raised by the aejax JAX linker.
+"""Errors raised by the aejax JAX linker, and where its warnings point.
 
 Each takes a single message, so Aesara's own error annotation (which
 re-creates the exception with extra text) works with them.
@@ -6,7 +6,12 @@ re-creates the exception with extra text) works with them.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
+
+import aesara
+import jax
 
 
 def variable_name(var: Any) -> str:
@@ -63,3 +68,16 @@ class IndexOutOfBoundsError(InvalidValueError, IndexError):
 
 class AllocationError(InvalidValueError, MemoryError):
     """A value would need more memory than there is (e.g. a Scan's traces for its ``n_steps``)."""
+
+
+_LIBRARIES = tuple(
+    str(Path(module.__file__).resolve().parent) for module in (aesara, jax, sys.modules["aejax.linker"])
+)
+
+
+def caller_stacklevel() -> int:
+    """The `warnings.warn` stack level of the first frame outside aejax, Aesara and JAX."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_LIBRARIES):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -19,11 +19,11 @@ from aesara.graph.basic import Variable, ancestors
 
 from aejax.adapters import CodecError, StateCodec, codec_for
 from aejax.linker.errors import LoweringError, variable_name
-from aejax.linker.linker import BACKEND
-from aejax.linker.lowering import LoweredGraph
+from aejax.linker.call.linker import BACKEND
+from aejax.linker.trace.lowering import LoweredGraph
 from aejax.linker.mode import mode as aejax_mode
-from aejax.linker.ragged import RUN_TIME_LENGTH, NeedsSplit
-from aejax.linker.static_inputs import is_integer_scalar
+from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, NeedsSplit
+from aejax.linker.program.static_inputs import is_integer_scalar
 
 State = dict[str, Any]
 

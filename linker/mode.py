@@ -3,7 +3,7 @@
 Its rewrites are the query `aejax.linker.rewrites.JAX_REWRITES` (see that
 module for which of Aesara's rewrites it selects and why); its linker is
 `JAXCodecLinker`; its compiled functions are `AejaxFunction`s
-(`aejax.linker.function`). It is an ordinary Aesara `Mode`: ``including``,
+(`aejax.linker.call.function`). It is an ordinary Aesara `Mode`: ``including``,
 ``excluding``, ``requiring`` and ``clone`` return modes on the same linker,
 and it pickles.
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from aesara.compile.mode import Mode, predefined_modes, register_mode
 
-from aejax.linker.function import AejaxFunctionMaker
-from aejax.linker.linker import JAXCodecLinker
+from aejax.linker.call.function import AejaxFunctionMaker
+from aejax.linker.call.linker import JAXCodecLinker
 from aejax.linker.rewrites import JAX_REWRITES
 
 MODE_NAME = "AEJAX"

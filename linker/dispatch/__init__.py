@@ -2,7 +2,9 @@
 
 Importing this package registers them on `jax_funcify`, which falls back to
 Aesara's own lowerings for every other Op; the Scan lowering lives in
-`aejax.linker.scan` and is registered from here too.
+`aejax.linker.scan`, which registers itself on the same dispatcher.
+
+May import `trace`, `lengths` and the leaf modules (`errors`, `checks`, `graph`).
 """
 
 from aejax.linker.dispatch.basic import jax_funcify
@@ -24,6 +26,5 @@ from aejax.linker.dispatch import (  # noqa: F401  (importing registers the lowe
     subtensor,
     tensor_basic,
 )
-import aejax.linker.scan.lower  # noqa: F401  (the Scan lowering registers itself too)
 
 __all__ = ["jax_funcify"]

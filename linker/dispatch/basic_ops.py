@@ -11,11 +11,11 @@ from aesara.compile.ops import DeepCopyOp, ViewOp
 from aesara.graph.fg import FunctionGraph
 from aesara.raise_op import CheckAndRaise
 
-from aejax.linker import masked
+from aejax.linker.lengths import masked
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.concrete import is_traced
-from aejax.linker.lowering import LoweredGraph
+from aejax.linker.lengths.concrete import is_traced
+from aejax.linker.trace.lowering import LoweredGraph
 
 
 @jax_funcify.register(FunctionGraph)

@@ -25,10 +25,9 @@ from aesara.tensor.exceptions import ShapeError
 from aesara.tensor.random.type import RandomStateType
 from aesara.tensor.type import DenseTensorType
 
-from aejax.linker.errors import LoweringError
-from aejax.linker.host_failures import recorded
-from aejax.linker.lowering import fold, host_value, is_numeric, lookup, perform
-from aejax.linker.static_inputs import caller_stacklevel
+from aejax.linker.errors import LoweringError, caller_stacklevel
+from aejax.linker.trace.host_failures import recorded
+from aejax.linker.trace.lowering import fold, host_value, is_numeric, lookup, perform
 
 _NO_PERFORM = {cls.perform for cls in (Op, _NoPythonOp, _NoPythonCOp, _NoPythonExternalCOp)}
 

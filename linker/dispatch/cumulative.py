@@ -16,7 +16,7 @@ import numpy as np
 from aesara.tensor.extra_ops import CumOp
 
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.ragged import Ragged, selected_rows_first
+from aejax.linker.lengths.ragged import Ragged, selected_rows_first
 
 
 @jax_funcify.register(CumOp)

@@ -4,7 +4,7 @@
 sizes must be concrete while tracing (a `LoweringError` names the node
 otherwise), unless the rows split are of run-time length: then each piece is
 `Ragged` too. ``nonzero`` of a traced array is a `Masked` selection
-(`aejax.linker.masked`).
+(`aejax.linker.lengths.masked`).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from aesara.tensor.extra_ops import CpuContiguous, SearchsortedOp
 from aesara.tensor.math import Convolve
 from aesara.tensor.sort import TopKOp
 
-from aejax.linker import masked
+from aejax.linker.lengths import masked
 from aejax.linker.checks import require
-from aejax.linker.concrete import is_traced, static_ints
+from aejax.linker.lengths.concrete import is_traced, static_ints
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import InvalidValueError, LoweringError
-from aejax.linker.ragged import Ragged, buffer_of, rows_of, with_length_of
+from aejax.linker.lengths.ragged import Ragged, buffer_of, rows_of, with_length_of
 
 
 def _one_or_tuple(values: list[Any]) -> Any:

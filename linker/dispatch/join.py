@@ -5,8 +5,8 @@ loop and the zeros that pad it to a sequence's length, in the gradient of
 such a loop) gives a `Ragged` value as long as their lengths together; a
 selection ``x[nonzero(m)]`` (`Masked`) joins as its rows moved to the front.
 Along another axis the values have the same rows, and are joined as
-elementwise Ops combine them (`aejax.linker.lowering.ragged_elementwise`,
-`aejax.linker.masked.elementwise`).
+elementwise Ops combine them (`aejax.linker.trace.lowering.ragged_elementwise`,
+`aejax.linker.lengths.masked.elementwise`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Any, Callable
 import jax.numpy as jnp
 from aesara.tensor.basic import Join
 
-from aejax.linker import masked
-from aejax.linker.concrete import static_ints
+from aejax.linker.lengths import masked
+from aejax.linker.lengths.concrete import static_ints
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.lowering import ragged_elementwise
-from aejax.linker.ragged import Masked, Ragged, concatenated_rows, selected_rows_first
+from aejax.linker.trace.lowering import ragged_elementwise
+from aejax.linker.lengths.ragged import Masked, Ragged, concatenated_rows, selected_rows_first
 
 
 def _concatenated(axis: Any, *tensors: Any) -> Any:

@@ -21,7 +21,7 @@ import aesara.tensor.random.basic as rv
 from aesara.link.jax.dispatch.random import jax_sample_fn
 from aesara.tensor.random.op import RandomVariable
 
-from aejax.linker.concrete import static_ints
+from aejax.linker.lengths.concrete import static_ints
 from aejax.linker.dispatch.basic import from_aesara_convention, jax_funcify, overriding_class
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
 from aejax.linker.dispatch.special import as_float

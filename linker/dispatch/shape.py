@@ -10,9 +10,9 @@ from aesara.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.checks import require
-from aejax.linker.concrete import is_traced, static_ints
+from aejax.linker.lengths.concrete import is_traced, static_ints
 from aejax.linker.errors import InvalidValueError, variable_name
-from aejax.linker.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, rows_padded
+from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, rows_padded
 
 
 def _run_time_shape(x: Any) -> tuple[Any, ...]:

@@ -27,10 +27,10 @@ from aesara.tensor.subtensor import (
 
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.concrete import is_traced, static_scalars
+from aejax.linker.lengths.concrete import is_traced, static_scalars
 from aejax.linker.errors import IndexOutOfBoundsError
-from aejax.linker import masked
-from aejax.linker.ragged import (
+from aejax.linker.lengths import masked
+from aejax.linker.lengths.ragged import (
     RUN_TIME_LENGTH,
     Masked,
     Ragged,

@@ -19,11 +19,11 @@ from aesara.tensor.extra_ops import BroadcastTo
 from jax import lax
 
 from aejax.linker.checks import require
-from aejax.linker.concrete import is_traced, static_ints, static_scalars
+from aejax.linker.lengths.concrete import is_traced, static_ints, static_scalars
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import AllocationError, NotStaticError
-from aejax.linker.bounds import fixed_value, upper_bound
-from aejax.linker.ragged import Ragged, RangeRows
+from aejax.linker.lengths.bounds import fixed_value, upper_bound
+from aejax.linker.lengths.ragged import Ragged, RangeRows
 
 FOLDABLE_RANGE = 1 << 16
 """Largest range left for XLA to constant-fold; longer ones are computed when the program runs."""
@@ -64,7 +64,7 @@ def bounded_shape(shape: tuple[Any, ...], sizes: Sequence[Any]) -> tuple[tuple[i
 
     ``sizes`` are the shape's variables in the graph (empty when unknown). A
     traced leading size is allocated at its bound from the graph
-    (`aejax.linker.bounds`); the length is then traced (``None`` when the
+    (`aejax.linker.lengths.bounds`); the length is then traced (``None`` when the
     shape is static), at most the bound. A traced size after it must be one
     the graph fixes (``x.shape[1]`` of a trace of run-time length). A
     negative run-time size raises `ValueError` after the call, as numpy does.

@@ -1,10 +1,14 @@
 """aejax's lowering of Aesara's `Scan`: a ``lax.scan`` or ``lax.while_loop`` per Scan node.
 
-`layout` says where each kind of input and output (sequences, mit-mot,
-mit-sot/sit-sot, nit-sot, shared states, non-sequences) sits in a Scan's
-argument lists; `carry` holds the loop state (windows of recent values,
-buffers) and lays results out as Aesara's Scan leaves its buffers; `noise`
-takes random draws before the loop; `lower` builds the loop and registers
-it on `aejax.linker.dispatch.jax_funcify` (importing `aejax.linker.dispatch`
-imports it).
+`carry` holds the loop state (windows of recent values, buffers) and lays
+results out as Aesara's Scan leaves its buffers; `noise` takes random draws
+before the loop; `lower` builds the loop and registers it on
+`aejax.linker.dispatch.jax_funcify` (importing this package imports it).
+Where each kind of input and output sits in a Scan's argument lists is
+`aejax.linker.graph.scan_layout`.
+
+May import `dispatch`, `rewrites`, `trace`, `lengths` and the leaf modules
+(`errors`, `checks`, `graph`).
 """
+
+from aejax.linker.scan import lower  # noqa: F401  (importing registers the Scan lowering)

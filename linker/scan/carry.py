@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from aejax.linker.ragged import Ragged
+from aejax.linker.lengths.ragged import Ragged
 
 
 class Carry(NamedTuple):

@@ -65,11 +65,11 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
 from aejax.linker.dispatch.tensor_basic import bounded_shape, require_memory
 from aejax.linker.checks import loop_end, loop_failure_start, loop_step, require
-from aejax.linker.concrete import is_traced, static_ints
-from aejax.linker.scan.layout import ScanLayout, split_by
+from aejax.linker.lengths.concrete import is_traced, static_ints
+from aejax.linker.graph.scan_layout import ScanLayout, split_by
 from aejax.linker.errors import IndexOutOfBoundsError, InvalidValueError, LoweringError, variable_name
-from aejax.linker.lowering import LoweredGraph
-from aejax.linker.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, buffer_of, row_count, rows_padded
+from aejax.linker.trace.lowering import LoweredGraph
+from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, buffer_of, row_count, rows_padded
 from aejax.linker.rewrites import rewrites_asked_by, scan_rewrites
 from aejax.linker.scan.noise import ScanNoise
 from aejax.linker.scan.carry import (

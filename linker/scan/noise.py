@@ -51,8 +51,8 @@ from aesara.tensor.random.op import RandomVariable
 
 from aejax.linker.checks import shapes_only
 from aejax.linker.dispatch.random import SAMPLERS, Standardized, draw_for, float_params, split_and_sample
-from aejax.linker.lowering import LoweredGraph
-from aejax.linker.scan.layout import ScanLayout
+from aejax.linker.trace.lowering import LoweredGraph
+from aejax.linker.graph.scan_layout import ScanLayout
 
 MAX_NOISE = 2**24
 """Most elements of noise a loop of a fixed number of steps draws before the loop."""

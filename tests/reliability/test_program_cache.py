@@ -62,3 +62,4 @@ def test_trace_that_needs_its_exact_length_is_still_right(use):
         got, expected = f(float(length)), reference(float(length))
         for g, e in zip(got if isinstance(got, list) else [got], expected if isinstance(expected, list) else [expected]):
             np.testing.assert_array_equal(g, e)
+

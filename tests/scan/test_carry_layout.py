@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from aejax.linker.ragged import Ragged
+from aejax.linker.lengths.ragged import Ragged
 from aejax.linker.scan.carry import (
     SotWindow,
     history_rows,

@@ -68,13 +68,13 @@ def test_step_on_the_host_compiles_no_aejax_function_when_aejax_is_the_default_m
     """Aesara compiles a Scan's step with the Scan's mode; made under ``config.mode = aejax``, the host
     step must not be an AEJAX function (one jit program per count, inside the callback)."""
     created = []
-    original_init = aejax.linker.function.AejaxFunction.__init__
+    original_init = aejax.linker.call.function.AejaxFunction.__init__
 
     def counting_init(self, *args, **kwargs):
         created.append(self)
         original_init(self, *args, **kwargs)
 
-    monkeypatch.setattr(aejax.linker.function.AejaxFunction, "__init__", counting_init)
+    monkeypatch.setattr(aejax.linker.call.function.AejaxFunction, "__init__", counting_init)
     with aesara.config.change_flags(mode=aejax.linker.mode):
         y = at.lvector("y")
         totals, _ = aesara.scan(lambda y_t: at.arange(2, y_t + 1).sum(), sequences=[y])

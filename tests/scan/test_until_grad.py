@@ -2,7 +2,7 @@
 
 The backward loop runs for the forward loop's run-time number of steps over
 buffers sized by it; both are bounded by the forward loop's ``n_steps``
-(`aejax.linker.bounds`), so no program is split and no input made static.
+(`aejax.linker.lengths.bounds`), so no program is split and no input made static.
 """
 
 import aesara

@@ -10,7 +10,7 @@ the arguments with `Type.filter` as Aesara does, runs the program on them and
 the shared variables' values, and stores the decoded updates (each through
 its variable's filter); once a call has run, arguments exactly like its own
 take the `ExactCall`, which checks them and runs the program with nothing
-else to do (`aejax.linker.direct_call`). Anything else (keywords, defaults, ``output_subset``)
+else to do (`aejax.linker.call.direct_call`). Anything else (keywords, defaults, ``output_subset``)
 goes through Aesara's own `Function.__call__`, and so does a direct call that
 fails (a bad argument, a failed check): it has stored nothing, and Aesara's
 path gives its usual behaviour and messages.
@@ -28,7 +28,7 @@ from typing import Any
 from aesara import config
 from aesara.compile.function.types import Function, FunctionMaker
 
-from aejax.linker.direct_call import NOT_EXACT, DirectCall, Returning
+from aejax.linker.call.direct_call import NOT_EXACT, DirectCall, Returning
 
 
 class AejaxFunction(Function):

@@ -19,9 +19,9 @@ from aesara.tensor.type import TensorType
 from aejax.adapters import CodecError, KeyPayloadSpec, StateCodec, codec_for
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, variable_name
-from aejax.linker.host_failures import raised_on_host
-from aejax.linker.lowering import lower_nodes
-from aejax.linker.program import GraphProgram
+from aejax.linker.trace.host_failures import raised_on_host
+from aejax.linker.trace.lowering import lower_nodes
+from aejax.linker.program.segments import GraphProgram
 
 BACKEND = "jax"
 

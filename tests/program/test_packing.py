@@ -12,7 +12,7 @@ import pytest
 from aesara.scan.utils import until
 
 import aejax.linker
-from aejax.linker.packing import PACKED_SIZE, PackedResults
+from aejax.linker.program.packing import PACKED_SIZE, PackedResults
 from tests.reference import REFERENCE
 
 

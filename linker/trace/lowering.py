@@ -2,7 +2,7 @@
 
 The function walks the graph's nodes in topological order. Two rules keep
 shapes concrete while JAX traces it (the values that must be concrete:
-`aejax.linker.concrete`):
+`aejax.linker.lengths.concrete`):
 
 - A node whose inputs are all concrete (numpy values, not tracers) and small
   is evaluated with numpy through the Op's own ``perform``, Aesara's reference
@@ -34,12 +34,12 @@ from aesara.tensor.basic import AllocEmpty
 from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.type import DenseTensorType, TensorType
 
-from aejax.linker.bounds import length_bound, tracing
+from aejax.linker.lengths.bounds import length_bound, tracing
 from aejax.linker.checks import NeedsChecks, require
-from aejax.linker.concrete import is_shape_failure, is_traced
+from aejax.linker.lengths.concrete import is_shape_failure, is_traced
 from aejax.linker.errors import InvalidValueError, LoweringError, NodeTypeError, NodeValueError, NotStaticError
-from aejax.linker import masked
-from aejax.linker.ragged import (
+from aejax.linker.lengths import masked
+from aejax.linker.lengths.ragged import (
     RUN_TIME_LENGTH,
     Masked,
     NeedsSplit,
@@ -208,9 +208,9 @@ class LoweredGraph:
     value where the lowering says ``accepts_ragged`` (indexing, updates,
     Scans) or the node works row by row or is a reduction; a `RangeRows` where it
     says ``accepts_range`` (a Scan sequence), else as a `Ragged` buffer of
-    its bound from the graph (`aejax.linker.bounds`) when there is one; a
+    its bound from the graph (`aejax.linker.lengths.bounds`) when there is one; a
     `Masked` selection where it says ``accepts_masked`` or the node works
-    row by row (`aejax.linker.masked`), else as a `Ragged` value of its rows
+    row by row (`aejax.linker.lengths.masked`), else as a `Ragged` value of its rows
     where a `Ragged` value is taken. Any other consumer raises
     `NeedsSplit`, asking the linker to end the jit program after the node
     that made it; so does a shape that needs such a value's length while

@@ -2,7 +2,7 @@
 
 Normally the whole graph is one `StaticInputProgram`. When a node returns a
 value of run-time length (the trace of an ``until`` loop, a selection
-``x[nonzero(m)]``; `aejax.linker.ragged`) that other
+``x[nonzero(m)]``; `aejax.linker.lengths.ragged`) that other
 nodes consume, the graph is split after that node: the value leaves the jit
 program and enters the next one. The split points are found the first time a
 program is traced, as static inputs are.
@@ -10,7 +10,7 @@ program is traced, as static inputs are.
 So that a long run compiles O(log n) programs rather than one per length,
 such a value enters the next program *bucketed*: its rows padded to the next
 power of two, as a `Masked` value whose mask holds on the first ``length``
-rows. Nodes that work row by row (`aejax.linker.masked`) take it as it is;
+rows. Nodes that work row by row (`aejax.linker.lengths.masked`) take it as it is;
 if another node needs it, the value enters cut to its exact length instead
 (one program per length, bounded by the program cache). Values that one
 mask selected in a program (``x[nonzero(m)]`` and ``log(x[nonzero(m)])``)
@@ -29,10 +29,10 @@ import numpy as np
 from aesara.graph.basic import Apply, Constant, Variable
 
 from aejax.linker.errors import LoweringError
-from aejax.linker.lowering import LoweredGraph, Step, lookup
-from aejax.linker.packing import PackedResults, packed, unpacked
-from aejax.linker.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, trimmed
-from aejax.linker.static_inputs import Shortcut, StaticInputProgram
+from aejax.linker.trace.lowering import LoweredGraph, Step, lookup
+from aejax.linker.program.packing import PackedResults, packed, unpacked
+from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, trimmed
+from aejax.linker.program.static_inputs import Shortcut, StaticInputProgram
 
 
 class Boundary(Protocol):
@@ -130,7 +130,7 @@ class GraphProgram:
         return segments[0].program.shortcut
 
     def __call__(self, *args: Any) -> Sequence[Any]:
-        """The outputs for ``args``, each in boundary form (a packed output as a numpy view: `aejax.linker.packing`)."""
+        """The outputs for ``args``, each in boundary form (a packed output as a numpy view: `aejax.linker.program.packing`)."""
         while True:
             plan = self.plan
             try:

@@ -15,14 +15,11 @@ run-time checks) is safe when several threads make first calls at once.
 
 from __future__ import annotations
 
-import sys
 import threading
 import warnings
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Callable, NamedTuple, Sequence
 
-import aesara
 
 import jax
 import numpy as np
@@ -31,8 +28,8 @@ from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
 from aejax.linker.checks import CheckedProgram, NeedsChecks, discovering
-from aejax.linker.errors import LoweringError, variable_name
-from aejax.linker.program_cache import ProgramCache
+from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
+from aejax.linker.program.cache import ProgramCache
 
 
 class ShapeInputWarning(UserWarning):
@@ -46,19 +43,6 @@ def is_integer_scalar(var: Variable) -> bool:
     if not isinstance(var.type, (TensorType, ScalarType)):
         return False
     return np.dtype(var.type.dtype).kind in "iu"
-
-
-_LIBRARIES = tuple(
-    str(Path(module.__file__).resolve().parent) for module in (aesara, jax, sys.modules["aejax.linker"])
-)
-
-
-def caller_stacklevel() -> int:
-    """The `warnings.warn` stack level of the first frame outside aejax, Aesara and JAX."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_LIBRARIES):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 class RecompileWarning(UserWarning):

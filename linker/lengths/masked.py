@@ -26,7 +26,7 @@ Nodes that work row by row keep it masked without ever cutting it:
   so does every lowering that takes `Ragged` values (rows and slices of the
   selection, Scans over it) and elementwise Ops that combine it with a
   selection made by another mask or with a `Ragged` value
-  (`aejax.linker.lowering`).
+  (`aejax.linker.trace.lowering`).
 
 This is how aeppl's mixture log-densities (``logp[idx] = logprob(value[idx])``
 with ``idx = nonzero(eq(i, k))``) run inside jit. Any other consumer (a sort,
@@ -46,8 +46,8 @@ from aesara.tensor.math import Argmax, MaxAndArgmax
 
 from aejax.linker.checks import require
 from aejax.linker.errors import IndexOutOfBoundsError, LoweringError
-from aejax.linker.concrete import is_traced
-from aejax.linker.ragged import (
+from aejax.linker.lengths.concrete import is_traced
+from aejax.linker.lengths.ragged import (
     Masked,
     Ragged,
     as_int64,

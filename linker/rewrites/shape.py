@@ -28,7 +28,7 @@ class ShapeAsEntries(NodeRewriter):
 
     Aesara does this with its `ShapeFeature` (``local_shape_to_shape_i``),
     which aejax's mode leaves out. Each entry then stands alone: ``x.shape[0]``
-    becomes ``Shape_i{0}(x)``, a length `aejax.linker.bounds` can bound and
+    becomes ``Shape_i{0}(x)``, a length `aejax.linker.lengths.bounds` can bound and
     the lowering reads from a value of run-time length.
     """
 

@@ -21,10 +21,10 @@ class Ragged:
     A `Scan` with an ``until`` condition returns its traces this way: how
     many steps it ran is known only at run time; so do arrays whose size is
     computed from such a length, with a buffer as long as the graph's bound
-    (`aejax.linker.bounds`). A `Ragged` value may leave a jit program, where
+    (`aejax.linker.lengths.bounds`). A `Ragged` value may leave a jit program, where
     it is trimmed (`trim`). Inside the program, lowerings that say
     ``accepts_ragged`` take it (indexing, slicing, updates, Scans), as do
-    elementwise Ops and reductions over its rows (`aejax.linker.lowering`);
+    elementwise Ops and reductions over its rows (`aejax.linker.trace.lowering`);
     for any other consumer the linker splits the program after the node that
     makes it.
     """
@@ -67,7 +67,7 @@ class Ragged:
 class Masked:
     """The rows of ``buffer`` where ``mask`` holds, in order: a value of run-time length.
 
-    ``x[nonzero(mask)]`` inside jit (see `aejax.linker.masked`). Like a
+    ``x[nonzero(mask)]`` inside jit (see `aejax.linker.lengths.masked`). Like a
     `Ragged` value it may leave a jit program, where it is cut (`trim`).
     """
 

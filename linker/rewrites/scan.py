@@ -1,63 +1,16 @@
-"""The graph rewrites of aejax's JAX mode.
+"""aejax's own rewrites of Scans.
 
-`JAX_REWRITES` selects Aesara's own rewrites:
+- `ScanKeepLast`: when only the last value of a Scan output is used, its
+  buffer holds only the rows the loop reads, so the loop carries no trace.
+  Unlike Aesara's ``scan_save_mem`` it writes buffer sizes that do not depend
+  on the number of steps (JAX needs static shapes, while that number may be
+  known only at run time), and it also serves ``until`` loops, which
+  ``scan_save_mem`` leaves alone.
+- `ScanSequencesUncut`: gives a Scan the sequence ``x`` where ``aesara.scan``
+  gave it ``x[:n_steps]``.
+- `FixedLengthScanMerge`: Aesara's ``scan_merge`` for loops of a fixed length.
 
-- included: ``fast_run`` (canonicalisation, specialisation, the scan
-  push-outs and merges, the shape rewrites that work without Aesara's
-  `ShapeFeature`, below). Aesara's JAX rewrites for boolean masks are left
-  out, since aejax lowers masks itself (`aejax.linker.masked`), and both are
-  wrong: ``jax_boolean_indexing_sum`` turns ``x[mask].sum()`` into
-  ``where(mask, x, 0).sum()``, which broadcasts a row mask of a matrix along
-  its columns and drops the slices of ``m[mask, 1:]``;
-  ``jax_boolean_indexing_set_or_inc`` turns ``set_subtensor(x[mask], y)``
-  into ``where(mask, y, x)``, wrong whenever ``y`` has one row per selected
-  element;
-- excluded: ``inplace`` (JAX arrays are immutable; in-place Ops only add
-  destroy-handler work), ``cxx_only`` and ``BlasOpt`` (C and BLAS Ops with no
-  JAX lowering), ``fusion`` (XLA fuses elementwise work itself; Aesara's
-  `Composite` loops would only hide the graph from it), ``scan_save_mem``
-  (replaced by ours, below), ``scan_merge`` (replaced by
-  `FixedLengthScanMerge`: Aesara's merges until loops whose conditions look
-  alike but stop at different steps), ``local_subtensor_merge`` (it folds ``x[a:b][c:d]``
-  into one slice whose bounds are ``switch`` expressions over the lengths;
-  XLA slices a slice for free, while the merged bounds grow the graph: in an
-  RNN gradient it ran 1,136 times, took 60% of Aesara's rewriting and left
-  279 nodes instead of 76), ``ShapeOpt`` (Aesara's `ShapeFeature`, which
-  infers a symbolic shape for every node the rewrites add, each Scan's inner
-  graph included: more than half of the rewriting of an RNN gradient; JAX
-  knows every shape while tracing, and the lowering reads a run-time length
-  where it needs one) and the rewrites that misbehave without that feature:
-  ``local_adv_sub1_adv_inc_sub1`` reads it without checking that it is
-  there, ``local_fill_to_alloc`` would turn ``zeros_like(x)`` into
-  ``alloc(0, x.shape)``, which needs the length of a selection
-  ``x[nonzero(m)]`` while tracing, where the elementwise ``fill`` keeps it
-  masked (`aejax.linker.masked`), and four rewrites that would never stop
-  (`SELF_SHAPED`). Aesara's
-  ``jax_shape_parameter_as_tuple`` / ``jax_size_parameter_as_tuple`` are not
-  needed: the lowering evaluates concrete shape arithmetic with numpy while
-  tracing.
-
-In place of the feature, aejax's own rewrites (`aejax.linker.shape_rewrites`)
-write shapes per axis (read through ``DimShuffle`` and ``Unbroadcast``) and
-drop whole slices ``x[0:]``, before Aesara's rewrites and again after its
-stabilization; the second pass also drops the ``fill(x, y)`` that
-``local_fill_to_alloc`` would have removed.
-
-Before Aesara's rewrites, as an extra rewrite of the query, runs aejax's own
-rewrite `ScanKeepLast`: when only the last value of a Scan output is used,
-its buffer holds only the rows the loop reads, so the loop carries no trace.
-Unlike ``scan_save_mem`` it writes buffer sizes that do not depend on the
-number of steps (JAX needs static shapes, while that number may be known
-only at run time), and it also serves ``until`` loops, which
-``scan_save_mem`` leaves alone. It runs first because later
-canonicalisation rewrites ``x[1:][-1]`` into an index computed from the
-shape, which no longer says "the last row". After Aesara's rewrites runs
-`ScanSequencesUncut`, which gives a Scan the sequence ``x`` where
-``aesara.scan`` gave it ``x[:n_steps]``.
-
-A Scan's inner graph is traced as it is, but for the Scan rewrites above
-and the rewrites the Scan's own mode asks for by name or tag
-(`rewrites_asked_by`), as Aesara's backends compile it with that mode.
+`aejax.linker.rewrites.query` says where each runs among Aesara's rewrites.
 """
 
 from __future__ import annotations
@@ -65,11 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 import aesara.tensor as at
-from aesara.compile.mode import get_mode
 from aesara.graph.basic import Variable, ancestors
 from aesara.graph.fg import FunctionGraph
-from aesara.graph.rewriting.basic import GraphRewriter, NodeRewriter, SequentialGraphRewriter, in2out
-from aesara.graph.rewriting.db import RewriteDatabase, RewriteDatabaseQuery
+from aesara.graph.rewriting.basic import NodeRewriter, SequentialGraphRewriter, in2out
 from aesara.raise_op import CheckAndRaise
 from aesara.scan.op import Scan
 from aesara.scan.rewriting import ScanMerge
@@ -80,8 +31,7 @@ from aesara.tensor.elemwise import Elemwise
 from aesara.tensor.shape import Shape, Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor, get_constant_idx
 
-from aejax.linker.scan.layout import ScanLayout
-from aejax.linker.shape_rewrites import AxisLengthThroughDimShuffle, ShapeAsEntries, UselessFill, WholeSlices
+from aejax.linker.graph.scan_layout import ScanLayout
 
 
 def _constant_index(client: Any) -> list[Any] | None:
@@ -250,24 +200,6 @@ scan_rewrites = SequentialGraphRewriter(sequences_uncut, keep_last)
 makes alone), as the Scan lowering runs them on Scans' inner graphs."""
 
 
-early_rewrites = SequentialGraphRewriter(
-    in2out(ShapeAsEntries(), AxisLengthThroughDimShuffle(), WholeSlices(), name="aejax_shapes", ignore_newtrees=True),
-    keep_last,
-)
-"""aejax's rewrites before Aesara's: shapes as entries and whole slices removed, then `ScanKeepLast`."""
-
-late_rewrites = SequentialGraphRewriter(
-    in2out(ShapeAsEntries(), AxisLengthThroughDimShuffle(), WholeSlices(), UselessFill(), name="aejax_clean_up"),
-    sequences_uncut,
-)
-"""The same for shapes and slices that Aesara's rewrites wrote, and the
-``fill(x, y)`` that Aesara's stabilization leaves where ``y`` already has
-the result's type (``log1p`` rewrites), as ``local_fill_to_alloc`` would
-have removed it; then `ScanSequencesUncut`, after Aesara's rewrites that
-push a Scan's work on its sequences out of the loop (they would apply it to
-the whole uncut sequence)."""
-
-
 class FixedLengthScanMerge(ScanMerge):
     """Aesara's ``scan_merge``, for Scans without an ``until`` condition.
 
@@ -279,70 +211,3 @@ class FixedLengthScanMerge(ScanMerge):
 
     def belongs_to_set(self, node: Any, set_nodes: list[Any]) -> bool:
         return not node.op.info.as_while and super().belongs_to_set(node, set_nodes)
-
-
-EARLY_POSITION = -1.0
-"""Where aejax's own rewrites run among Aesara's: before ``merge1`` (position 0)."""
-
-LATE_POSITION = 1.51
-"""Where aejax's clean-up runs: after Aesara's stabilization (1.5), where ``local_fill_to_alloc`` would run."""
-
-SCAN_MERGE_POSITION = 1.59
-"""Where `FixedLengthScanMerge` runs: before Aesara's later Scan rewrites (1.6), among which ``scan_merge`` ran."""
-
-SELF_SHAPED = ("local_pow_canonicalize", "local_zero_div", "local_mul_specialize", "local_div_to_reciprocal")
-"""Aesara rewrites that, without its `ShapeFeature`, shape their replacement by the shape of the very
-output they replace (``broadcast_like``), which keeps that output in the graph: the rewrite then fires
-again forever (``x ** 0``, the second derivative of ``x ** 2``). XLA simplifies what they would."""
-
-JAX_REWRITES = RewriteDatabaseQuery(
-    include=["fast_run"],
-    exclude=[
-        "cxx_only",
-        "BlasOpt",
-        "inplace",
-        "fusion",
-        "scan_save_mem",
-        "scan_merge",
-        "local_subtensor_merge",
-        "ShapeOpt",
-        "local_adv_sub1_adv_inc_sub1",
-        "local_fill_to_alloc",
-        *SELF_SHAPED,
-    ],
-    extra_rewrites=[
-        (early_rewrites, EARLY_POSITION),
-        (late_rewrites, LATE_POSITION),
-        (FixedLengthScanMerge(), SCAN_MERGE_POSITION),
-    ],
-)
-"""The rewrite query of the ``"AEJAX"`` mode; ``mode.including(...)`` and
-``mode.excluding(...)`` refine it as for any Aesara mode."""
-
-OPTIMIZATION_LEVELS = frozenset({"fast_run", "fast_compile", "merge", "fusion", "jax", "numba", *JAX_REWRITES.include})
-"""Tags that only say how much a mode rewrites, which the AEJAX mode decides itself (Aesara's predefined
-optimizers and the JAX and Numba modes include them)."""
-
-
-def rewrites_asked_by(mode: Any) -> GraphRewriter | None:
-    """The rewrites a Scan's own ``mode`` asks for by name or tag beyond an optimization level; ``None`` if none.
-
-    Aesara compiles a Scan's inner graph with the Scan's mode, so
-    ``scan(..., mode=Mode().including("local_remove_all_assert"))`` removes
-    the step's asserts; the JAX lowering traces the inner graph without
-    Aesara's rewrites, and runs these (without what the AEJAX mode excludes).
-    """
-    mode = get_mode(mode)
-    query = mode.provided_optimizer
-    if not isinstance(query, RewriteDatabaseQuery):
-        return None
-    asked = [tag for tag in query.include if tag not in OPTIMIZATION_LEVELS]
-    if not asked:
-        return None
-    exclude = [*JAX_REWRITES.exclude, *query.exclude]
-    within = RewriteDatabaseQuery(include=asked, exclude=exclude)
-    # a rewrite registered in a sub-database (canonicalize, ...) is found only when its database is selected
-    databases = [name for name in mode.optdb._names if isinstance(mode.optdb[name], RewriteDatabase)]
-    return mode.optdb.query(
-        RewriteDatabaseQuery(include=[*asked, *databases], exclude=exclude, subquery=dict.fromkeys(databases, within))
-    )

@@ -7,7 +7,7 @@ loop's step count in a gradient, ``zeros(trace.shape[0])``) are bounded as
 well. `upper_bound` finds that bound by interval arithmetic over the graph
 (constants, static shapes, `Shape_i` and ``x.shape[i]``, and integer
 ``+ - * neg max min switch``), so a lowering can allocate the bound and carry
-the run-time length beside it (`aejax.linker.ragged.Ragged`) instead of
+the run-time length beside it (`aejax.linker.lengths.ragged.Ragged`) instead of
 needing the length while tracing.
 
 While a graph is traced (`tracing`), the values already computed count too:
@@ -32,8 +32,8 @@ from aesara.tensor.elemwise import Elemwise
 from aesara.tensor.shape import Shape, Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor
 
-from aejax.linker.ragged import Masked, Ragged
-from aejax.linker.scan.layout import ScanLayout
+from aejax.linker.lengths.ragged import Masked, Ragged
+from aejax.linker.graph.scan_layout import ScanLayout
 
 Interval = Optional[tuple[int, int]]
 """The least and greatest value an integer may take, or ``None`` when unknown."""

@@ -27,9 +27,9 @@ from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from aesara.tensor.type import TensorType
 
 from aejax.adapters.keyed import HeldKey, held_key_reader
-from aejax.linker.linker import BoundaryValue, HostCall, KeyBoundaryValue
-from aejax.linker.packing import unpacked
-from aejax.linker.static_inputs import Shortcut
+from aejax.linker.call.linker import BoundaryValue, HostCall, KeyBoundaryValue
+from aejax.linker.program.packing import unpacked
+from aejax.linker.program.static_inputs import Shortcut
 
 
 NOT_EXACT = object()
@@ -298,7 +298,7 @@ class ExactCall:
         """The returned outputs among the program's unpacked ``results``, as host values.
 
         A numpy array among them is a packed output's view of its buffer's
-        own copy (`aejax.linker.packing`), already what the caller gets.
+        own copy (`aejax.linker.program.packing`), already what the caller gets.
         """
         if self._decoders is None:
             outputs = []

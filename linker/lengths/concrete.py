@@ -3,7 +3,7 @@
 A lowering that needs a Python number (a shape for ``jnp.zeros``, a Scan's
 number of steps) asks for it here; a traced value raises `NotStaticError`,
 the one failure that makes aejax try the graph's integer scalar inputs as
-static values (`aejax.linker.static_inputs`).
+static values (`aejax.linker.program.static_inputs`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 from aejax.linker.errors import NotStaticError
-from aejax.linker.ragged import RUN_TIME_LENGTH
+from aejax.linker.lengths.ragged import RUN_TIME_LENGTH
 
 
 def is_shape_failure(error: Exception) -> bool:

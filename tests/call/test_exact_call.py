@@ -13,7 +13,7 @@ from aesara.raise_op import Assert
 from aesara.tensor.random.utils import RandomStream
 
 import aejax.linker
-from aejax.linker.direct_call import ExactCall
+from aejax.linker.call.direct_call import ExactCall
 from tests.reference import REFERENCE
 
 

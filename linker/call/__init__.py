@@ -1,0 +1,12 @@
+"""What happens on each call of a compiled function.
+
+- `linker`: `JAXCodecLinker`, Aesara's `JITLinker` whose storage boundary
+  encodes inputs and decodes outputs through the codecs (`BoundaryValue`),
+  and `HostCall`, one call of the graph's program on host values.
+- `function`: `AejaxFunction`, Aesara's `Function` with a direct call.
+- `direct_call`: that call, and its fast path once a call has run.
+
+May import `program`, `trace`, `lengths`, `dispatch`, `scan`, `rewrites` and
+the leaf modules (`errors`, `checks`, `graph`); nothing imports it but
+`aejax.linker.mode`, `aejax.linker.export` and the package itself.
+"""

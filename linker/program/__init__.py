@@ -1,0 +1,12 @@
+"""Compiled programs of a lowered graph.
+
+- `segments`: `GraphProgram`, one jit program or several in a row, split after
+  nodes whose values have a run-time length.
+- `static_inputs`: `StaticInputProgram`, ``jax.jit`` of one segment, with the
+  shape-deciding integer inputs made static when tracing needs them.
+- `cache`: the bounded, thread-safe cache of compiled programs.
+- `packing`: small outputs of one dtype leave a program as one buffer.
+
+May import `trace`, `lengths` and the leaf modules (`errors`, `checks`,
+`graph`).
+"""

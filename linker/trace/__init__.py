@@ -1,0 +1,9 @@
+"""A `FunctionGraph` as a function JAX can trace.
+
+- `lowering`: the lowering loop (nodes in order, concrete values folded with
+  numpy, values of run-time length handed to the lowerings that take them).
+- `host_failures`: exceptions raised on the host inside a program, handed
+  back to the caller as they were.
+
+May import `lengths` and the leaf modules (`errors`, `checks`, `graph`).
+"""

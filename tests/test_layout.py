@@ -1,0 +1,70 @@
+"""The linker's subpackages import one way: call -> program -> trace -> lengths, lowerings beside."""
+
+import ast
+from pathlib import Path
+
+LINKER = Path(__file__).resolve().parents[1] / "linker"
+
+LEAVES = {"errors", "checks", "graph"}
+"""Modules and packages every layer may use; they import nothing of aejax.linker."""
+
+MAY_IMPORT = {
+    "errors": set(),
+    "checks": set(),
+    "graph": set(),
+    "lengths": LEAVES,
+    "trace": LEAVES | {"lengths"},
+    "rewrites": LEAVES,
+    "dispatch": LEAVES | {"lengths", "trace"},
+    "scan": LEAVES | {"lengths", "trace", "dispatch", "rewrites"},
+    "program": LEAVES | {"lengths", "trace"},
+    "call": LEAVES | {"lengths", "trace", "dispatch", "scan", "rewrites", "program"},
+}
+"""What each part of the linker may import besides itself; ``mode``, ``export`` and the package may import all."""
+
+
+def _part(module: str) -> str | None:
+    """The part of ``aejax.linker`` a dotted module name belongs to, ``None`` outside it."""
+    names = module.split(".")
+    if names[:2] != ["aejax", "linker"] or len(names) < 3:
+        return None
+    return names[2]
+
+
+def _imported_parts(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            continue
+        found |= {part for part in map(_part, modules) if part is not None}
+    return found
+
+
+def _own_part(path: Path) -> str:
+    relative = path.relative_to(LINKER)
+    return relative.parts[0].removesuffix(".py")
+
+
+def test_every_part_of_the_linker_is_placed():
+    parts = {_own_part(path) for path in LINKER.rglob("*.py")}
+    assert parts - {"__init__", "mode", "export"} == set(MAY_IMPORT)
+
+
+def test_imports_flow_one_way():
+    backwards = {
+        (str(path.relative_to(LINKER)), imported)
+        for path in LINKER.rglob("*.py")
+        if _own_part(path) in MAY_IMPORT
+        for imported in _imported_parts(path) - MAY_IMPORT[_own_part(path)] - {_own_part(path)}
+    }
+    assert not backwards, f"imports against the layering (module, part imported): {sorted(backwards)}"
+
+
+def test_the_checker_sees_a_backward_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from aejax.linker.call.linker import HostCall\n")
+    assert _imported_parts(module) == {"call"}
