@@ -38,6 +38,21 @@ class AejaxFunction(Function):
         super().__init__(*args, **kwargs)
         self._direct = DirectCall.of(self)
 
+    @property
+    def cache_size(self) -> int:
+        """How many compiled programs this function keeps (default `StaticInputProgram.cache_size`, 32).
+
+        One program per value of its shape-deciding inputs and per shape of
+        the others, least recently used out; set it to keep more or fewer.
+        """
+        return self.vm.jit_fn.cache_size
+
+    @cache_size.setter
+    def cache_size(self, size: int) -> None:
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"cache_size must be a positive integer, not {size!r}")
+        self.vm.jit_fn.cache_size = size
+
     def __reduce__(self) -> Any:
         return copyreg.dispatch_table[Function](self)  # pickled as Aesara pickles its functions
 

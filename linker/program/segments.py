@@ -115,7 +115,20 @@ class GraphProgram:
         self._lock = threading.Lock()
         self._ragged_outputs = False  # set while tracing: some output may be of run-time length
         self._mask_groups = MaskGroups()
+        self._cache_size: int | None = None
         self.plan = Plan(segments=self._segments(frozenset(), frozenset()))
+
+    @property
+    def cache_size(self) -> int:
+        """How many compiled programs each segment keeps (`StaticInputProgram.cache_size` unless set here)."""
+        return StaticInputProgram.cache_size if self._cache_size is None else self._cache_size
+
+    @cache_size.setter
+    def cache_size(self, size: int) -> None:
+        with self._lock:
+            self._cache_size = size
+            for segment in self.plan.segments:
+                segment.program.cache_size = size
 
     @property
     def segments(self) -> list[Segment]:
@@ -172,8 +185,13 @@ class GraphProgram:
                 groups.append([])
         groups = [g for g in groups if g] or [[]]
         if len(groups) == 1:
-            return [self._whole_graph(groups[0])]
-        return [self._segment(i, groups, exact) for i in range(len(groups))]
+            segments = [self._whole_graph(groups[0])]
+        else:
+            segments = [self._segment(i, groups, exact) for i in range(len(groups))]
+        if self._cache_size is not None:
+            for segment in segments:
+                segment.program.cache_size = self._cache_size
+        return segments
 
     def _whole_graph(self, steps: list[Step]) -> Segment:
         inner = LoweredGraph(self.inputs, self.outputs, steps)

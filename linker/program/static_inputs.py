@@ -219,7 +219,7 @@ class StaticInputProgram:
         warnings.warn(
             f"a compiled function has compiled {self.programs.compiled} JAX programs (one per distinct "
             f"{why}input shapes) and keeps only the last {self.cache_size}; every new one costs a "
-            "compilation. Reuse fewer distinct values, or raise StaticInputProgram.cache_size.",
+            "compilation. Reuse fewer distinct values, or raise the function's cache_size (f.cache_size = n).",
             RecompileWarning,
             stacklevel=caller_stacklevel(),
         )

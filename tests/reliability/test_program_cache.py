@@ -63,3 +63,20 @@ def test_trace_that_needs_its_exact_length_is_still_right(use):
         for g, e in zip(got if isinstance(got, list) else [got], expected if isinstance(expected, list) else [expected]):
             np.testing.assert_array_equal(g, e)
 
+
+def test_one_function_keeps_the_number_of_programs_its_cache_size_says():
+    x, n = at.dvector("x"), at.lscalar("n")
+    f = aesara.function([x, n], x[:n] * 2, mode=aejax.linker.mode)
+    other = aesara.function([x, n], x[:n] * 3, mode=aejax.linker.mode)
+    f.cache_size = 3
+    values = np.arange(40.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n_value in range(1, 8):
+            np.testing.assert_array_equal(f(values, n_value), values[:n_value] * 2)
+            other(values, n_value)
+    assert f.cache_size == 3 and other.cache_size == StaticInputProgram.cache_size
+    assert len(f.vm.jit_fn.segments[0].program.programs) == 3
+    assert len(other.vm.jit_fn.segments[0].program.programs) == 7
+    with pytest.raises(ValueError, match="cache_size"):
+        f.cache_size = 0
