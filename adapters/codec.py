@@ -33,9 +33,7 @@ class PayloadError(CodecError, TypeError):
         self.field = field
         self.expected = expected
         self.got = got
-        super().__init__(
-            f"{type_}: field {field!r} must be {expected}, got {describe(got)}"
-        )
+        super().__init__(f"{type_}: field {field!r} must be {expected}, got {describe(got)}")
 
 
 class CodecNotFoundError(CodecError, LookupError):
@@ -93,19 +91,19 @@ class StateCodec(Protocol):
         `validate`.
     """
 
-    spec: "CodecSpec"
+    spec: CodecSpec
 
-    def encode(self, host_value: Any, type: "Type") -> Any:
+    def encode(self, host_value: Any, type: Type) -> Any:
         """Turn a host value (what `type.filter` accepts) into a backend value.
 
         Must not mutate ``host_value``.
         """
 
-    def decode(self, backend_value: Any, type: "Type") -> Any:
+    def decode(self, backend_value: Any, type: Type) -> Any:
         """Turn a backend value into a host value that `type.filter` accepts."""
 
-    def validate(self, backend_value: Any, type: "Type") -> None:
+    def validate(self, backend_value: Any, type: Type) -> None:
         """Raise `PayloadError` unless ``backend_value`` is valid storage for ``type``."""
 
-    def payload_spec(self, type: "Type") -> "PayloadSpec":
+    def payload_spec(self, type: Type) -> PayloadSpec:
         """Describe the backend value of ``type`` (shape and dtype) for loop carries."""

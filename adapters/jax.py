@@ -41,7 +41,8 @@ Random states
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import numpy as np
@@ -182,9 +183,7 @@ class PRNGKeyCodec:
 
     def __init__(self, impl: str = DEFAULT_KEY_IMPL) -> None:
         self.impl = impl
-        shape = jax.eval_shape(
-            lambda: jax.random.key_data(jax.random.key(0, impl=impl))
-        ).shape
+        shape = jax.eval_shape(lambda: jax.random.key_data(jax.random.key(0, impl=impl))).shape
         self.key_words = int(np.prod(shape))
         self.key_shape = tuple(shape)
         self._embed_hash = hashlib.shake_256(_EMBED_TAG + impl.encode() + b"\0")
@@ -240,8 +239,7 @@ class PRNGKeyCodec:
             raise PayloadError(
                 type,
                 "key",
-                f"{expected} (wrap raw key data with "
-                f"jax.random.wrap_key_data(data, impl={self.impl!r}))",
+                f"{expected} (wrap raw key data with jax.random.wrap_key_data(data, impl={self.impl!r}))",
                 backend_value,
             )
         if backend_value.shape != ():
@@ -313,15 +311,11 @@ class _Unseeded(ISeedSequence):
 _UNSEEDED = _Unseeded()
 
 
-def _parsed_state(
-    type: Any, host_value: Any, host_class: type, legacy: bool, read: Callable[[Any], dict]
-) -> RNGState:
+def _parsed_state(type: Any, host_value: Any, host_class: type, legacy: bool, read: Callable[[Any], dict]) -> RNGState:
     if isinstance(host_value, host_class):
         host_value = read(host_value)
     elif not isinstance(host_value, dict):
-        raise PayloadError(
-            type, "<value>", f"a numpy {host_class.__name__} or its state dict", host_value
-        )
+        raise PayloadError(type, "<value>", f"a numpy {host_class.__name__} or its state dict", host_value)
     return parse_rng_state(type, host_value, legacy=legacy)
 
 
@@ -333,9 +327,7 @@ class RandomGeneratorCodec(PRNGKeyCodec):
     keyed_class = KeyedGenerator
 
     def host_state(self, host_value: Any, type: Any) -> RNGState:
-        return _parsed_state(
-            type, host_value, np.random.Generator, False, lambda g: g.bit_generator.state
-        )
+        return _parsed_state(type, host_value, np.random.Generator, False, lambda g: g.bit_generator.state)
 
     def new_keyed_host(self) -> KeyedGenerator:
         return KeyedGenerator(np.random.PCG64(_UNSEEDED))
@@ -372,9 +364,7 @@ class RandomStateCodec(PRNGKeyCodec):
     keyed_class = KeyedRandomState
 
     def host_state(self, host_value: Any, type: Any) -> RNGState:
-        return _parsed_state(
-            type, host_value, np.random.RandomState, True, lambda r: r.get_state(legacy=False)
-        )
+        return _parsed_state(type, host_value, np.random.RandomState, True, lambda r: r.get_state(legacy=False))
 
     def new_keyed_host(self) -> KeyedRandomState:
         return KeyedRandomState(np.random.MT19937(_UNSEEDED))

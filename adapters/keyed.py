@@ -15,8 +15,9 @@ Copies and pickles of a keyed generator are plain numpy objects.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 

@@ -55,9 +55,7 @@ def parse_key(name: str) -> Key:
     """Split an entry-point name ``"backend:dotted.Type"`` into a key."""
     backend, sep, path = name.partition(":")
     if not sep or not backend or "." not in path:
-        raise ValueError(
-            f"codec entry point {name!r} must be named '<backend>:<module>.<Type>'"
-        )
+        raise ValueError(f"codec entry point {name!r} must be named '<backend>:<module>.<Type>'")
     return backend, path
 
 
@@ -142,14 +140,10 @@ class CodecRegistry:
         for the same key raises `CodecConflictError` unless ``replace``.
         """
         if not isinstance(codec, StateCodec):
-            raise TypeError(
-                f"{codec!r} is not a StateCodec: it needs spec, encode, decode, "
-                "validate and payload_spec"
-            )
+            raise TypeError(f"{codec!r} is not a StateCodec: it needs spec, encode, decode, validate and payload_spec")
         if not isinstance(codec.spec, CodecSpec):
             raise TypeError(
-                f"the spec of {codec!r} is a {type(codec.spec).__name__}; it must be an "
-                "aejax.adapters.CodecSpec"
+                f"the spec of {codec!r} is a {type(codec.spec).__name__}; it must be an aejax.adapters.CodecSpec"
             )
         key = (codec.spec.backend, codec.spec.type)
         with self._lock:
@@ -220,9 +214,7 @@ class CodecRegistry:
                 f"{_distribution(point)} failed to load: {error!r}"
             ) from error
         if not isinstance(codec, StateCodec):
-            raise CodecLoadError(
-                f"codec plugin {name} from {_distribution(point)} is not a StateCodec"
-            )
+            raise CodecLoadError(f"codec plugin {name} from {_distribution(point)} is not a StateCodec")
         if not isinstance(codec.spec, CodecSpec):
             raise CodecLoadError(
                 f"codec plugin {name} = {point.value} from distribution {_distribution(point)} "

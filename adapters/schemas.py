@@ -14,7 +14,8 @@ into a `PayloadError` that names the field at fault (Aesara's own
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Iterator, Literal, Optional, Union
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import (
@@ -59,7 +60,7 @@ class ArrayPayloadSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["array"] = "array"
-    shape: tuple[Optional[int], ...]
+    shape: tuple[int | None, ...]
     dtype: str
 
 
@@ -74,9 +75,7 @@ class KeyPayloadSpec(BaseModel):
     key_data_dtype: Literal["uint32"] = "uint32"
 
 
-PayloadSpec = Annotated[
-    Union[ArrayPayloadSpec, KeyPayloadSpec], Field(discriminator="kind")
-]
+PayloadSpec = Annotated[ArrayPayloadSpec | KeyPayloadSpec, Field(discriminator="kind")]
 
 
 def _host_int(value: Any) -> Any:
@@ -97,8 +96,7 @@ def _word_array(dtype: str, shape: tuple[int, ...]) -> Any:
             raise ValueError(f"expected a numpy {dtype} array of shape {shape}")
         if value.dtype != np.dtype(dtype) or value.shape != shape:
             raise ValueError(
-                f"expected a numpy {dtype} array of shape {shape}, "
-                f"got dtype {value.dtype} and shape {value.shape}"
+                f"expected a numpy {dtype} array of shape {shape}, got dtype {value.dtype} and shape {value.shape}"
             )
         return value
 
@@ -117,9 +115,7 @@ UInt128 = Annotated[HostInt, Field(ge=0, lt=2**128)]
 
 
 class _Payload(BaseModel):
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", arbitrary_types_allowed=True
-    )
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     def fingerprint(self) -> bytes:
         """Canonical bytes of the whole state, equal across processes."""
@@ -211,10 +207,10 @@ class LegacyRandomState(_Payload):
 
 
 GeneratorState = Annotated[
-    Union[MT19937State, PCG64State, PhiloxState, SFC64State],
+    MT19937State | PCG64State | PhiloxState | SFC64State,
     Field(discriminator="bit_generator"),
 ]
-RNGState = Union[LegacyRandomState, MT19937State, PCG64State, PhiloxState, SFC64State]
+RNGState = LegacyRandomState | MT19937State | PCG64State | PhiloxState | SFC64State
 
 _GENERATOR_STATE = TypeAdapter(GeneratorState)
 

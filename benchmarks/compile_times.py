@@ -97,7 +97,8 @@ def rst_table(results: list[dict[str, Any]]) -> str:
     """The table as a reStructuredText csv-table, in seconds."""
     header = ", ".join(f'"{label}"' for label in ("workload", "import cold / warm", *LABELS))
     rows = [
-        "   " + ", ".join([f'"{r["name"]}"', f'"{imports(r)}"', *(cell(r[run], system, ".2f") for system, run in COLUMNS)])
+        "   "
+        + ", ".join([f'"{r["name"]}"', f'"{imports(r)}"', *(cell(r[run], system, ".2f") for system, run in COLUMNS)])
         for r in results
     ]
     return "\n".join([".. csv-table:: Compile times in seconds", f"   :header: {header}", "", *rows])

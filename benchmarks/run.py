@@ -26,8 +26,9 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import aesara
 import jax
@@ -38,10 +39,11 @@ jax.config.update("jax_enable_x64", True)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-import aejax.linker  # noqa: E402
 import figures  # noqa: E402
 from progress import Progress  # noqa: E402
 from workloads import Workload, suite  # noqa: E402
+
+import aejax.linker  # noqa: E402
 
 SYSTEMS = ("aejax", "jax", "aesara C")
 HEADER = (
@@ -173,7 +175,11 @@ def chosen(names: list[str], only: list[str] | None) -> list[str]:
 
 
 def tabulated(
-    title: str, names: list[str], header: str, measure_one: Callable[[str], dict[str, Any]], row: Callable[[dict[str, Any]], str]
+    title: str,
+    names: list[str],
+    header: str,
+    measure_one: Callable[[str], dict[str, Any]],
+    row: Callable[[dict[str, Any]], str],
 ) -> list[dict[str, Any]]:
     """``measure_one`` of each name, in order, printing the table ``header`` and each ``row`` as soon as it is measured."""
     results = []
@@ -267,7 +273,9 @@ def run_info(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_sync_dispatch": args.cpu_sync_dispatch,
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "versions": {
-            "jax": jax.__version__, "aesara": aesara.__version__, "python": platform.python_version(),
+            "jax": jax.__version__,
+            "aesara": aesara.__version__,
+            "python": platform.python_version(),
             "numpyro": installed_version("numpyro"),
         },
         "machine": platform.machine(),
@@ -279,8 +287,12 @@ def workload_options(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--skip-c", action="store_true", help="leave out Aesara's C backend")
-    parser.add_argument("--only", metavar="NAME", action="append",
-                        help="measure only the workloads whose name contains NAME (case-insensitive; repeatable)")
+    parser.add_argument(
+        "--only",
+        metavar="NAME",
+        action="append",
+        help="measure only the workloads whose name contains NAME (case-insensitive; repeatable)",
+    )
     parser.add_argument("--save", metavar="JSON", help="write the measured table to this file")
     return parser
 
@@ -289,11 +301,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = workload_options(__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--load", metavar="JSON", help="read the table written by --save instead of measuring")
-    parser.add_argument("--plot", metavar="PNG", nargs="?", const="benchmarks.png",
-                        help="draw the chart of ratios to hand-written JAX (default benchmarks.png)")
+    parser.add_argument(
+        "--plot",
+        metavar="PNG",
+        nargs="?",
+        const="benchmarks.png",
+        help="draw the chart of ratios to hand-written JAX (default benchmarks.png)",
+    )
     parser.add_argument("--rst", action="store_true", help="print the rows of the README's csv-table")
-    parser.add_argument("--cpu-sync-dispatch", action="store_true",
-                        help="run JAX's CPU computations inline on the calling thread (jax_cpu_enable_async_dispatch=False)")
+    parser.add_argument(
+        "--cpu-sync-dispatch",
+        action="store_true",
+        help="run JAX's CPU computations inline on the calling thread (jax_cpu_enable_async_dispatch=False)",
+    )
     return parser.parse_args(argv)
 
 

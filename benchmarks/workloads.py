@@ -16,18 +16,19 @@ Scan; their anchor is NumPyro's NUTS when NumPyro is installed (``pip install
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 import aesara
 import aesara.tensor as at
 import jax
 import jax.numpy as jnp
 import numpy as np
-from aesara.scan.utils import until
 from aehmc import hmc, nuts
 from aeppl import joint_logprob
+from aesara.scan.utils import until
 from aesara.tensor.random.utils import RandomStream
 from jax import lax
 
@@ -76,7 +77,13 @@ def _rnn_data(steps: int, hidden: int, batch: int, features: int) -> tuple[np.nd
 
 
 def _rnn_graph() -> tuple[list[Any], Any]:
-    W, U, b, h0, xs = at.dmatrix("W"), at.dmatrix("U"), at.dvector("b"), at.dmatrix("h0"), at.tensor3("xs", dtype="float64")
+    W, U, b, h0, xs = (
+        at.dmatrix("W"),
+        at.dmatrix("U"),
+        at.dvector("b"),
+        at.dmatrix("h0"),
+        at.tensor3("xs", dtype="float64"),
+    )
     hs, _ = aesara.scan(
         lambda x, h, W, U, b: at.tanh(at.dot(h, W) + at.dot(x, U) + b),
         sequences=xs,
@@ -298,8 +305,13 @@ def numpyro_nuts(
         return None
     init_kernel, sample_kernel = numpyro_hmc(potential_fn=potential, algo="NUTS")
     template = init_kernel(
-        jnp.zeros(dims), num_warmup=0, step_size=step_size, inverse_mass_matrix=jnp.ones(dims),
-        adapt_step_size=False, adapt_mass_matrix=False, rng_key=jax.random.key(seed),
+        jnp.zeros(dims),
+        num_warmup=0,
+        step_size=step_size,
+        inverse_mass_matrix=jnp.ones(dims),
+        adapt_step_size=False,
+        adapt_mass_matrix=False,
+        rng_key=jax.random.key(seed),
     )
 
     def transition(state: Any, _: Any) -> tuple[Any, tuple[Any, Any]]:

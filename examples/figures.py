@@ -7,9 +7,10 @@ function here prints how to get the picture and returns ``None``.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,12 @@ def save(
 
 
 def lines(
-    path: str | Path, title: str, series: Sequence[Series], xlabel: str, ylabel: str, log_y: bool = False,
+    path: str | Path,
+    title: str,
+    series: Sequence[Series],
+    xlabel: str,
+    ylabel: str,
+    log_y: bool = False,
     size: tuple[float, float] = (6.4, 3.6),
 ) -> Path | None:
     """A line chart of ``series``, each drawn in its style (``"cloud"`` for a scatter of points)."""

@@ -111,8 +111,10 @@ def draw(path: str, samples: dict[str, np.ndarray]) -> Path | None:
     """Each backend's draws as a cloud of points, inside the target's 2-standard-deviation ellipse."""
     angle = np.linspace(0, 2 * np.pi, 200)
     ellipse = MEAN + 2 * np.stack([np.cos(angle), np.sin(angle)], 1) @ np.linalg.cholesky(COV).T
-    series = [figures.Series(f"{label}, {len(q.reshape(-1, 2))} draws", q[..., 1].ravel(), q[..., 0].ravel(), "cloud")
-              for label, q in samples.items()]
+    series = [
+        figures.Series(f"{label}, {len(q.reshape(-1, 2))} draws", q[..., 1].ravel(), q[..., 0].ravel(), "cloud")
+        for label, q in samples.items()
+    ]
     series.append(figures.Series("target: 2 standard deviations", ellipse[:, 1], ellipse[:, 0], "dashed"))
     title = "NUTS (aehmc) on a 2-D Gaussian, correlation 0.5"
     return figures.lines(path, title, series, "q[0]", "q[1]", size=(5.6, 5.0))

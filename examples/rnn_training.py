@@ -12,9 +12,10 @@ Run: python examples/rnn_training.py   (writes rnn_training.png with ``pip insta
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import aesara
 import aesara.tensor as at
@@ -63,7 +64,11 @@ def draw(path: str, losses: dict[str, list[float]]) -> Path | None:
 
 
 def main(
-    steps: int = 200, batch: int = 16, hidden: int = 32, epochs: int = 30, with_c: bool = True,
+    steps: int = 200,
+    batch: int = 16,
+    hidden: int = 32,
+    epochs: int = 30,
+    with_c: bool = True,
     figure: str = "rnn_training.png",
 ) -> dict:
     xs, ys = sine_data(steps, batch)

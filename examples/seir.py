@@ -12,17 +12,19 @@ Run: python examples/seir.py   (writes seir.png with ``pip install '.[examples]'
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import aesara
 import aesara.tensor as at
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import aejax.linker  # noqa: E402
 import figures  # noqa: E402
 from timing import compare_backends, yes  # noqa: E402
+
+import aejax.linker  # noqa: E402
 
 POPULATION = 1_000_000.0
 TRUE_RATES = (0.45, 0.2, 0.1)  # beta (infection), sigma (incubation), gamma (recovery)

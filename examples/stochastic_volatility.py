@@ -22,10 +22,11 @@ import numpy as np
 from aesara.tensor.random.utils import RandomStream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import aejax.linker  # noqa: E402
 import figures  # noqa: E402
 from progress import Progress  # noqa: E402
 from timing import compare_backends, timing_line, yes  # noqa: E402
+
+import aejax.linker  # noqa: E402
 
 SIGMA, H0 = 0.1, -1.0
 DRAWN_CHAINS, DRAWN_POINTS = 30, 300
@@ -83,7 +84,10 @@ def draw(path: str, paths: np.ndarray) -> Path | None:
 
 
 def main(
-    steps: int = 10_000, chains: int = 1000, calls: int = 5, with_c: bool = True,
+    steps: int = 10_000,
+    chains: int = 1000,
+    calls: int = 5,
+    with_c: bool = True,
     figure: str = "stochastic_volatility.png",
 ) -> dict:
     print(f"Stochastic volatility, {steps} steps: a Scan that draws two normals per step from a shared generator.")
@@ -96,12 +100,16 @@ def main(
     print(f"one path: final log-volatility {log_vol[-1]:.3f}, return std {returns.std():.3f}")
     paths = chain_paths(inputs, outputs[0], updates, chains)
     finals, theory = paths[:, -1], SIGMA * np.sqrt(steps)
-    print(f"{chains} chains: final log-volatility mean {finals.mean():.3f} (theory {H0}), "
-          f"std {finals.std():.3f} (theory {theory:.3f})")
+    print(
+        f"{chains} chains: final log-volatility mean {finals.mean():.3f} (theory {H0}), "
+        f"std {finals.std():.3f} (theory {theory:.3f})"
+    )
     draw(figure, paths)
     close = abs(finals.std() / theory - 1) < 0.1
-    print(f"std of the final log-volatility over {chains} chains is within 10% of "
-          f"sigma*sqrt(steps)={theory:.3f}: {yes(close)}")
+    print(
+        f"std of the final log-volatility over {chains} chains is within 10% of "
+        f"sigma*sqrt(steps)={theory:.3f}: {yes(close)}"
+    )
     return {"log_vol": log_vol, "returns": returns, "finals": finals}
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import aesara
+from progress import Progress
 
 import aejax.linker
-from progress import Progress
 
 AEJAX = "aejax (JAX)"
 BACKENDS = {AEJAX: aejax.linker.mode, "Aesara C": "FAST_RUN"}
@@ -48,7 +49,7 @@ def time_backends(
             call = build(mode)
             results[label] = [call()]
             first = time.perf_counter() - start
-            per_call = median_seconds(lambda: results[label].append(call()), calls)
+            per_call = median_seconds(lambda: results[label].append(call()), calls)  # noqa: B023  (called in this iteration)
             progress.print(timing_line(what, label, first, per_call, unit))
     return results
 

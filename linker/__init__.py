@@ -7,9 +7,10 @@ Importing it registers the mode ``"AEJAX"``::
 """
 
 from aejax.linker import scan  # noqa: F401  (registers the Scan lowering)
+from aejax.linker.call.function import AejaxFunction
+from aejax.linker.call.linker import JAXCodecLinker
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.dispatch.callback import CallbackWarning
-from aejax.linker.export import JaxGraph, jaxify
 from aejax.linker.errors import (
     AejaxLinkerError,
     AllocationError,
@@ -20,11 +21,10 @@ from aejax.linker.errors import (
     NodeTypeError,
     NodeValueError,
 )
-from aejax.linker.call.function import AejaxFunction
-from aejax.linker.call.linker import JAXCodecLinker
+from aejax.linker.export import JaxGraph, jaxify
 from aejax.linker.mode import MODE_NAME, AejaxMode, mode, use_for_aesara_jax_mode
-from aejax.linker.rewrites import JAX_REWRITES, ScanKeepLast
 from aejax.linker.program.static_inputs import RecompileWarning, ShapeInputWarning, StaticInputProgram
+from aejax.linker.rewrites import JAX_REWRITES, ScanKeepLast
 
 __all__ = [
     "JAX_REWRITES",

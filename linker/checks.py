@@ -21,7 +21,8 @@ from __future__ import annotations
 import contextvars
 import threading
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp

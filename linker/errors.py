@@ -70,9 +70,7 @@ class AllocationError(InvalidValueError, MemoryError):
     """A value would need more memory than there is (e.g. a Scan's traces for its ``n_steps``)."""
 
 
-_LIBRARIES = tuple(
-    str(Path(module.__file__).resolve().parent) for module in (aesara, jax, sys.modules["aejax.linker"])
-)
+_LIBRARIES = tuple(str(Path(module.__file__).resolve().parent) for module in (aesara, jax, sys.modules["aejax.linker"]))
 
 
 def caller_stacklevel() -> int:

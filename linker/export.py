@@ -10,20 +10,21 @@ Aesara shared variables, where every Aesara backend can use it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import aesara
 from aesara.compile.sharedvalue import SharedVariable
 from aesara.graph.basic import Variable, ancestors
 
 from aejax.adapters import CodecError, StateCodec, codec_for
-from aejax.linker.errors import LoweringError, variable_name
 from aejax.linker.call.linker import BACKEND
-from aejax.linker.trace.lowering import LoweredGraph
-from aejax.linker.mode import mode as aejax_mode
+from aejax.linker.errors import LoweringError, variable_name
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, NeedsSplit
+from aejax.linker.mode import mode as aejax_mode
 from aejax.linker.program.static_inputs import is_integer_scalar
+from aejax.linker.trace.lowering import LoweredGraph
 
 State = dict[str, Any]
 
@@ -171,7 +172,6 @@ def jaxify(inputs: Sequence[Variable], outputs: Any, updates: Any = None) -> Jax
         return (outs[0] if single else outs), new_state
 
     state = {
-        name: codec.encode(var.get_value(borrow=True), var.type)
-        for name, var, codec in zip(names, shared, codecs)
+        name: codec.encode(var.get_value(borrow=True), var.type) for name, var, codec in zip(names, shared, codecs)
     }
     return JaxGraph(fn=fn, state=state, shared=shared_by_name)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import aesara
 import numpy as np
@@ -20,9 +21,7 @@ def compile_both(inputs: Sequence[Any], outputs: Any, **kwargs: Any) -> tuple[An
     return reference, ours
 
 
-def assert_matches_reference(
-    inputs: Sequence[Any], outputs: Any, *args: Any, rtol: float = 1e-7, **kwargs: Any
-) -> Any:
+def assert_matches_reference(inputs: Sequence[Any], outputs: Any, *args: Any, rtol: float = 1e-7, **kwargs: Any) -> Any:
     """Run both backends on ``args`` and check outputs agree in value, dtype and shape."""
     reference, ours = compile_both(inputs, outputs, **kwargs)
     expected, got = reference(*args), ours(*args)

@@ -83,7 +83,9 @@ def test_names_users_are_pointed_to_are_exported_from_a_package_root():
 
 
 def test_dotted_aejax_references_resolve():
-    unresolved = {(where, dotted) for where, text in _texts() for dotted in DOTTED.findall(text) if not _resolves(dotted)}
+    unresolved = {
+        (where, dotted) for where, text in _texts() for dotted in DOTTED.findall(text) if not _resolves(dotted)
+    }
     assert not unresolved
 
 

@@ -19,7 +19,8 @@ generator and key it last saw there (`SharedKey`).
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from aesara.compile.function.types import Function
@@ -30,7 +31,6 @@ from aejax.adapters.keyed import HeldKey, held_key_reader
 from aejax.linker.call.linker import BoundaryValue, HostCall, KeyBoundaryValue
 from aejax.linker.program.packing import unpacked
 from aejax.linker.program.static_inputs import Shortcut
-
 
 NOT_EXACT = object()
 """What an `ExactCall` returns, having done nothing, for a call the general path must take."""
@@ -334,9 +334,7 @@ def _shared_inputs(
     return array_shapes, keys
 
 
-def _array_updates(
-    direct: DirectCall, advanced: set[int]
-) -> list[tuple[int, list[Any], Callable[[Any], Any]]] | None:
+def _array_updates(direct: DirectCall, advanced: set[int]) -> list[tuple[int, list[Any], Callable[[Any], Any]]] | None:
     """``(output, cell, filter)`` of each update not among the ``advanced`` random states; ``None`` if one is not an array."""
     outputs = direct.call.program.output_cells
     updates = [
@@ -414,5 +412,3 @@ def _exact_scalar_types(dtype: np.dtype) -> tuple[type, ...]:
     """Python and numpy scalar types whose values ``dtype`` holds exactly (an int only if it fits)."""
     python = {np.dtype("float64"): (float,), np.dtype("int64"): (int,), np.dtype("bool"): (bool,)}
     return (dtype.type, *python.get(dtype, ()))
-
-

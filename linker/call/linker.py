@@ -9,7 +9,8 @@ applied to backend values.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 from aesara.graph.basic import Variable
@@ -19,9 +20,9 @@ from aesara.tensor.type import TensorType
 from aejax.adapters import CodecError, KeyPayloadSpec, StateCodec, codec_for
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, variable_name
+from aejax.linker.program.segments import GraphProgram
 from aejax.linker.trace.host_failures import raised_on_host
 from aejax.linker.trace.lowering import lower_nodes
-from aejax.linker.program.segments import GraphProgram
 
 BACKEND = "jax"
 
@@ -75,8 +76,10 @@ class BoundaryValue:
 
     def failure(self, role: str, error: Exception) -> InputValueError:
         """``error`` of the codec, as an `InputValueError` naming the variable (and the codec, if it is a bug)."""
-        reason = str(error) if isinstance(error, CodecError) else (
-            f"codec {self.codec!r} failed with {type(error).__name__}: {error}"
+        reason = (
+            str(error)
+            if isinstance(error, CodecError)
+            else (f"codec {self.codec!r} failed with {type(error).__name__}: {error}")
         )
         return InputValueError(f"{role} {variable_name(self.variable)!r}: {reason}")
 

@@ -7,7 +7,6 @@ Aesara's own lowerings for every other Op; the Scan lowering lives in
 May import `trace`, `lengths` and the leaf modules (`errors`, `checks`, `graph`).
 """
 
-from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch import (  # noqa: F401  (importing registers the lowerings)
     basic_ops,
     bessel,
@@ -26,5 +25,6 @@ from aejax.linker.dispatch import (  # noqa: F401  (importing registers the lowe
     subtensor,
     tensor_basic,
 )
+from aejax.linker.dispatch.basic import jax_funcify
 
 __all__ = ["jax_funcify"]

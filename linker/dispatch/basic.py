@@ -18,8 +18,9 @@ Aesara's modules are not modified.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Container, Mapping
 from functools import singledispatch
-from typing import Any, Callable, Container, Mapping
+from typing import Any
 
 from aesara.link.jax.dispatch import jax_funcify as aesara_jax_funcify
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -11,9 +12,9 @@ from aesara.compile.ops import DeepCopyOp, ViewOp
 from aesara.graph.fg import FunctionGraph
 from aesara.raise_op import CheckAndRaise
 
-from aejax.linker.lengths import masked
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.lengths import masked
 from aejax.linker.lengths.concrete import is_traced
 from aejax.linker.trace.lowering import LoweredGraph
 

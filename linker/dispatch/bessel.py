@@ -14,7 +14,8 @@ two expansions, each used where it is accurate to double precision:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np

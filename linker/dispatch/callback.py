@@ -12,7 +12,8 @@ a traced value raises `LoweringError`.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import aesara.tensor as at
 import jax
@@ -124,8 +125,7 @@ def perform_callback(
                 ]
                 results = perform(node, inputs)
                 return tuple(
-                    _host_output(node, i, results[i], shape, dtype)
-                    for i, shape, dtype in zip(selected, shapes, dtypes)
+                    _host_output(node, i, results[i], shape, dtype) for i, shape, dtype in zip(selected, shapes, dtypes)
                 )
             except Exception as error:
                 raise recorded(error) from error

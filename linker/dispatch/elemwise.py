@@ -8,7 +8,8 @@ falls back to Aesara's for the rest.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax.numpy as jnp
 from aesara.scalar.basic import Composite

@@ -9,7 +9,8 @@ otherwise), unless the rows split are of run-time length: then each piece is
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -19,11 +20,11 @@ from aesara.tensor.extra_ops import CpuContiguous, SearchsortedOp
 from aesara.tensor.math import Convolve
 from aesara.tensor.sort import TopKOp
 
-from aejax.linker.lengths import masked
 from aejax.linker.checks import require
-from aejax.linker.lengths.concrete import is_traced, static_ints
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import InvalidValueError, LoweringError
+from aejax.linker.lengths import masked
+from aejax.linker.lengths.concrete import is_traced, static_ints
 from aejax.linker.lengths.ragged import Ragged, buffer_of, rows_of, with_length_of
 
 

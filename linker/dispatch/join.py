@@ -11,16 +11,17 @@ elementwise Ops combine them (`aejax.linker.trace.lowering.ragged_elementwise`,
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax.numpy as jnp
 from aesara.tensor.basic import Join
 
+from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.lengths import masked
 from aejax.linker.lengths.concrete import static_ints
-from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.trace.lowering import ragged_elementwise
 from aejax.linker.lengths.ragged import Masked, Ragged, concatenated_rows, selected_rows_first
+from aejax.linker.trace.lowering import ragged_elementwise
 
 
 def _concatenated(axis: Any, *tensors: Any) -> Any:

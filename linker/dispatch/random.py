@@ -12,19 +12,20 @@ on the host, from a generator seeded by its half of the split key.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
+import aesara.tensor.random.basic as rv
 import jax
 import jax.numpy as jnp
 import numpy as np
-import aesara.tensor.random.basic as rv
 from aesara.link.jax.dispatch.random import jax_sample_fn
 from aesara.tensor.random.op import RandomVariable
 
-from aejax.linker.lengths.concrete import static_ints
 from aejax.linker.dispatch.basic import from_aesara_convention, jax_funcify, overriding_class
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
 from aejax.linker.dispatch.special import as_float
+from aejax.linker.lengths.concrete import static_ints
 
 Sampler = Callable[..., Any]
 """``sampler(key, batch_shape, dtype, *params) -> sample``."""

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 from aesara.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
-from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.checks import require
-from aejax.linker.lengths.concrete import is_traced, static_ints
+from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import InvalidValueError, variable_name
+from aejax.linker.lengths.concrete import is_traced, static_ints
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, rows_padded
 
 

@@ -8,12 +8,13 @@ full precision where the textbook formula would overflow or cancel.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import erfc, gamma, gammainc, gammaincc, ndtr, ndtri, polygamma
 from aesara.scalar.math import Erfcinv, Erfcx, GammaL, GammaU, Owens_t, TriGamma
+from jax.scipy.special import erfc, gamma, gammainc, gammaincc, ndtr, ndtri, polygamma
 
 from aejax.linker.dispatch.basic import jax_funcify
 

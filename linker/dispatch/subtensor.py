@@ -8,13 +8,11 @@ would clamp them): a concrete index out of bounds raises
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
-from aesara.tensor.type import TensorType, integer_dtypes
-from aesara.tensor.type_other import SliceType
 from aesara.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
@@ -24,12 +22,15 @@ from aesara.tensor.subtensor import (
     Subtensor,
     indices_from_subtensor,
 )
+from aesara.tensor.type import TensorType, integer_dtypes
+from aesara.tensor.type_other import SliceType
+from jax import lax
 
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.lengths.concrete import is_traced, static_scalars
 from aejax.linker.errors import IndexOutOfBoundsError
 from aejax.linker.lengths import masked
+from aejax.linker.lengths.concrete import is_traced, static_scalars
 from aejax.linker.lengths.ragged import (
     RUN_TIME_LENGTH,
     Masked,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -19,10 +20,10 @@ from aesara.tensor.extra_ops import BroadcastTo
 from jax import lax
 
 from aejax.linker.checks import require
-from aejax.linker.lengths.concrete import is_traced, static_ints, static_scalars
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import AllocationError, NotStaticError
 from aejax.linker.lengths.bounds import fixed_value, upper_bound
+from aejax.linker.lengths.concrete import is_traced, static_ints, static_scalars
 from aejax.linker.lengths.ragged import Ragged, RangeRows
 
 FOLDABLE_RANGE = 1 << 16

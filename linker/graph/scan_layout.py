@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, Sequence
+from typing import Any
 
 from aesara.scan.op import Scan
 
@@ -31,7 +32,7 @@ class ScanLayout:
     as_while: bool
 
     @classmethod
-    def of(cls, op: Scan) -> "ScanLayout":
+    def of(cls, op: Scan) -> ScanLayout:
         info = op.info
         return cls(
             n_seqs=info.n_seqs,
@@ -75,9 +76,7 @@ class ScanLayout:
 
     def mit_mot_spans(self) -> list[int]:
         """For each mit-mot, how many consecutive rows one step reads or writes."""
-        return [
-            max(ins + outs) - min(ins) + 1 for ins, outs in zip(self.mit_mot_in, self.mit_mot_out)
-        ]
+        return [max(ins + outs) - min(ins) + 1 for ins, outs in zip(self.mit_mot_in, self.mit_mot_out)]
 
     def sot_windows(self) -> list[int]:
         return [-min(taps) for taps in self.sot_taps]

@@ -19,9 +19,11 @@ its values are not (a `Ragged` value's rows are at most its buffer's). So
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Callable, Iterator, Mapping, Optional
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 from aesara import scalar as aes
@@ -32,14 +34,14 @@ from aesara.tensor.elemwise import Elemwise
 from aesara.tensor.shape import Shape, Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor
 
-from aejax.linker.lengths.ragged import Masked, Ragged
 from aejax.linker.graph.scan_layout import ScanLayout
+from aejax.linker.lengths.ragged import Masked, Ragged
 
-Interval = Optional[tuple[int, int]]
+Interval = tuple[int, int] | None
 """The least and greatest value an integer may take, or ``None`` when unknown."""
 
 
-_TRACED_VALUES: ContextVar[Mapping[Variable, Any]] = ContextVar("aejax_traced_values", default={})
+_TRACED_VALUES: ContextVar[Mapping[Variable, Any]] = ContextVar("aejax_traced_values", default=MappingProxyType({}))
 
 
 @contextmanager

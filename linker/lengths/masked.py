@@ -36,7 +36,8 @@ then cut to its length on the host, as for a `Ragged` trace.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np

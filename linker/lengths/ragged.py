@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -36,7 +37,7 @@ class Ragged:
         return (self.buffer, self.length), None
 
     @classmethod
-    def tree_unflatten(cls, aux: None, children: tuple[Any, Any]) -> "Ragged":
+    def tree_unflatten(cls, aux: None, children: tuple[Any, Any]) -> Ragged:
         return cls(*children)
 
     def trim(self) -> Any:
@@ -44,11 +45,11 @@ class Ragged:
         program is compiled per length)."""
         return np.asarray(self.buffer)[: int(self.length)]
 
-    def as_masked(self) -> "Masked":
+    def as_masked(self) -> Masked:
         """The same rows as a `Masked` value (the first ``length`` rows selected)."""
         return Masked(self.buffer, jnp.arange(self.buffer.shape[0]) < self.length)
 
-    def sliced(self, rows: slice) -> "Ragged":
+    def sliced(self, rows: slice) -> Ragged:
         """``value[rows]`` for a slice with a constant step (bounds may be traced), still ragged.
 
         ``value[start:stop]`` with constant bounds ``>= 0`` cuts the buffer
@@ -78,7 +79,7 @@ class Masked:
         return (self.buffer, self.mask), None
 
     @classmethod
-    def tree_unflatten(cls, aux: None, children: tuple[Any, Any]) -> "Masked":
+    def tree_unflatten(cls, aux: None, children: tuple[Any, Any]) -> Masked:
         return cls(*children)
 
     @property
@@ -113,7 +114,7 @@ class RangeRows:
     dtype: str
 
     @classmethod
-    def of(cls, start: Any, stop: Any, step: Any, dtype: str) -> "RangeRows":
+    def of(cls, start: Any, stop: Any, step: Any, dtype: str) -> RangeRows:
         """The rows of ``arange(start, stop, step)`` (numpy's length rule)."""
         length = jnp.maximum(jnp.ceil((stop - start) / step), 0).astype("int64")
         return cls(start, step, length, dtype)
@@ -122,14 +123,14 @@ class RangeRows:
         return (self.start, self.step, self.length), self.dtype
 
     @classmethod
-    def tree_unflatten(cls, dtype: str, children: tuple[Any, Any, Any]) -> "RangeRows":
+    def tree_unflatten(cls, dtype: str, children: tuple[Any, Any, Any]) -> RangeRows:
         return cls(*children, dtype)
 
     def row(self, index: Any) -> Any:
         """Row ``index``: ``start + index * step``."""
         return jnp.asarray(self.start + index * self.step).astype(self.dtype)
 
-    def sliced(self, rows: slice) -> "RangeRows":
+    def sliced(self, rows: slice) -> RangeRows:
         """``self[rows]`` for a slice with a constant step (bounds may be traced)."""
         first, step, count = slice_positions(self.length, rows)
         return RangeRows(self.start + first * self.step, self.step * step, count, self.dtype)
@@ -146,7 +147,9 @@ class RangeRows:
 
 def _is_cut(rows: slice) -> bool:
     """Whether ``rows`` is ``start:stop`` with constant bounds ``>= 0`` (either may be absent) and step 1."""
-    bounds_fixed = all(b is None or (not isinstance(b, jax.core.Tracer) and int(b) >= 0) for b in (rows.start, rows.stop))
+    bounds_fixed = all(
+        b is None or (not isinstance(b, jax.core.Tracer) and int(b) >= 0) for b in (rows.start, rows.stop)
+    )
     return bounds_fixed and (rows.step is None or (not isinstance(rows.step, jax.core.Tracer) and int(rows.step) == 1))
 
 
@@ -170,7 +173,9 @@ def _constant_step(step: Any) -> int:
     try:
         value = int(np.asarray(step).item())
     except Exception as error:
-        raise NotStaticError(f"the step of a slice of a run-time length must be known while tracing ({error})") from error
+        raise NotStaticError(
+            f"the step of a slice of a run-time length must be known while tracing ({error})"
+        ) from error
     if value == 0:
         raise ValueError("slice step cannot be zero")
     return value

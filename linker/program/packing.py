@@ -14,8 +14,9 @@ fixed per compiled program and travels with every call's results.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import EllipsisType
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp

@@ -21,18 +21,19 @@ length (`MaskGroups`), so nodes there may still combine them.
 from __future__ import annotations
 
 import threading
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Protocol, Sequence
+from typing import Any, Protocol
 
 import jax.numpy as jnp
 import numpy as np
 from aesara.graph.basic import Apply, Constant, Variable
 
 from aejax.linker.errors import LoweringError
-from aejax.linker.trace.lowering import LoweredGraph, Step, lookup
-from aejax.linker.program.packing import PackedResults, packed, unpacked
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, trimmed
+from aejax.linker.program.packing import PackedResults, packed, unpacked
 from aejax.linker.program.static_inputs import Shortcut, StaticInputProgram
+from aejax.linker.trace.lowering import LoweredGraph, Step, lookup
 
 
 class Boundary(Protocol):

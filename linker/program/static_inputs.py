@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import threading
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, NamedTuple, Sequence
-
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -164,9 +164,7 @@ class StaticInputProgram:
 
     def _compile(self, discovered: _Discovered, key: tuple[Any, ...]) -> Callable[..., Any]:
         inputs = self.inputs
-        statics = {
-            pos: np.asarray(key[pos], dtype=inputs[pos].type.dtype) for pos in discovered.static_positions
-        }
+        statics = {pos: np.asarray(key[pos], dtype=inputs[pos].type.dtype) for pos in discovered.static_positions}
         n_inputs = len(inputs)
         traced_fn = self.traced_fn
 

@@ -71,7 +71,6 @@ from aesara.graph.rewriting.db import RewriteDatabase, RewriteDatabaseQuery
 from aejax.linker.rewrites.scan import FixedLengthScanMerge, keep_last, sequences_uncut
 from aejax.linker.rewrites.shape import AxisLengthThroughDimShuffle, ShapeAsEntries, UselessFill, WholeSlices
 
-
 early_rewrites = SequentialGraphRewriter(
     in2out(ShapeAsEntries(), AxisLengthThroughDimShuffle(), WholeSlices(), name="aejax_shapes", ignore_newtrees=True),
     keep_last,

@@ -22,12 +22,12 @@ from aesara.graph.basic import Variable, ancestors
 from aesara.graph.fg import FunctionGraph
 from aesara.graph.rewriting.basic import NodeRewriter, SequentialGraphRewriter, in2out
 from aesara.raise_op import CheckAndRaise
+from aesara.scalar.basic import Cast
 from aesara.scan.op import Scan
 from aesara.scan.rewriting import ScanMerge
-from aesara.tensor.exceptions import NotScalarConstantError
-from aesara.scalar.basic import Cast
 from aesara.tensor.basic import AllocEmpty, ScalarFromTensor, TensorFromScalar
 from aesara.tensor.elemwise import Elemwise
+from aesara.tensor.exceptions import NotScalarConstantError
 from aesara.tensor.shape import Shape, Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor, get_constant_idx
 
@@ -178,9 +178,7 @@ def _uncut(seq: Variable, n_steps: Variable) -> Variable:
 
 def _from_shapes(count: Variable) -> bool:
     """Whether ``count`` is computed from shapes (so concrete while tracing)."""
-    return any(
-        v.owner is not None and isinstance(v.owner.op, (Shape, Shape_i)) for v in ancestors([count])
-    )
+    return any(v.owner is not None and isinstance(v.owner.op, (Shape, Shape_i)) for v in ancestors([count]))
 
 
 def _unwrapped(count: Variable) -> Variable:

@@ -42,17 +42,18 @@ bound-sized buffer, and the matching output is `Ragged` with the same length.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from aesara.compile.mode import Mode, get_mode
+from aesara.graph.basic import Apply, Variable, ancestors
+from aesara.graph.fg import FunctionGraph
 from aesara.graph.rewriting.basic import MergeOptimizer
 from aesara.link.basic import JITLinker
 from aesara.link.vm import VMLinker
-from aesara.graph.basic import Apply, Variable, ancestors
-from aesara.graph.fg import FunctionGraph
 from aesara.scan.op import Scan
 from aesara.tensor.elemwise import DimShuffle
 from aesara.tensor.random.type import RandomType
@@ -61,24 +62,22 @@ from aesara.tensor.subtensor import IncSubtensor, Subtensor
 from jax import lax
 from jax.extend.core import jaxpr_as_fun
 
+from aejax.linker.checks import loop_end, loop_failure_start, loop_step, require
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
 from aejax.linker.dispatch.tensor_basic import bounded_shape, require_memory
-from aejax.linker.checks import loop_end, loop_failure_start, loop_step, require
-from aejax.linker.lengths.concrete import is_traced, static_ints
-from aejax.linker.graph.scan_layout import ScanLayout, split_by
 from aejax.linker.errors import IndexOutOfBoundsError, InvalidValueError, LoweringError, variable_name
-from aejax.linker.trace.lowering import LoweredGraph
+from aejax.linker.graph.scan_layout import ScanLayout, split_by
+from aejax.linker.lengths.concrete import is_traced, static_ints
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, buffer_of, row_count, rows_padded
 from aejax.linker.rewrites import rewrites_asked_by, scan_rewrites
-from aejax.linker.scan.noise import ScanNoise
 from aejax.linker.scan.carry import (
     Carry,
-    WhileCarry,
-    last_states,
     SotWindow,
+    WhileCarry,
     flatten,
     history_rows,
+    last_states,
     ordered_history,
     read_rows,
     same_type_as,
@@ -87,6 +86,8 @@ from aejax.linker.scan.carry import (
     window_written,
     write_rows,
 )
+from aejax.linker.scan.noise import ScanNoise
+from aejax.linker.trace.lowering import LoweredGraph
 
 
 def check_steps(n_steps: Any, seqs: Sequence[Any], node: Any) -> None:
@@ -333,7 +334,8 @@ class LoweredScan:
     def nit_sot_sizes(self, sizes: Sequence[Any]) -> tuple[list[int], list[Any]]:
         """The nit-sot buffers' sizes to allocate, and their run-time lengths when traced (`bounded_shape`)."""
         shapes = [
-            bounded_shape((size,), [self.node.inputs[self.layout.nit_sot_input_index(k)]]) for k, size in enumerate(sizes)
+            bounded_shape((size,), [self.node.inputs[self.layout.nit_sot_input_index(k)]])
+            for k, size in enumerate(sizes)
         ]
         return [shape[0] for shape, _ in shapes], [length for _, length in shapes]
 
@@ -408,8 +410,7 @@ class LoweredScan:
         for buffer, span in zip(buffers, self.layout.mit_mot_spans()):
             if buffer.shape[0] < n_steps + span - 1:
                 raise LoweringError(
-                    f"mit-mot buffer of {buffer.shape[0]} rows is too short for {n_steps} steps "
-                    f"in node {self.node}",
+                    f"mit-mot buffer of {buffer.shape[0]} rows is too short for {n_steps} steps in node {self.node}",
                     node=self.node,
                 )
             padded = jnp.concatenate([buffer, jnp.zeros((span,) + buffer.shape[1:], buffer.dtype)])

@@ -41,8 +41,9 @@ of the rows unused, when it would have more than `MAX_UNTIL_NOISE`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from aesara.graph.basic import Apply, Constant, Variable, ancestors, graph_inputs
@@ -51,8 +52,8 @@ from aesara.tensor.random.op import RandomVariable
 
 from aejax.linker.checks import shapes_only
 from aejax.linker.dispatch.random import SAMPLERS, Standardized, draw_for, float_params, split_and_sample
-from aejax.linker.trace.lowering import LoweredGraph
 from aejax.linker.graph.scan_layout import ScanLayout
+from aejax.linker.trace.lowering import LoweredGraph
 
 MAX_NOISE = 2**24
 """Most elements of noise a loop of a fixed number of steps draws before the loop."""

@@ -20,7 +20,8 @@ found the graph's values invalid) and the exception an Op declares it raises
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -34,11 +35,11 @@ from aesara.tensor.basic import AllocEmpty
 from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.type import DenseTensorType, TensorType
 
-from aejax.linker.lengths.bounds import length_bound, tracing
 from aejax.linker.checks import NeedsChecks, require
-from aejax.linker.lengths.concrete import is_shape_failure, is_traced
 from aejax.linker.errors import InvalidValueError, LoweringError, NodeTypeError, NodeValueError, NotStaticError
 from aejax.linker.lengths import masked
+from aejax.linker.lengths.bounds import length_bound, tracing
+from aejax.linker.lengths.concrete import is_shape_failure, is_traced
 from aejax.linker.lengths.ragged import (
     RUN_TIME_LENGTH,
     Masked,
@@ -171,8 +172,11 @@ def traced_failure(node: Apply, args: Sequence[Any], error: Exception) -> Except
     if reference is not None:
         kind = NodeTypeError if isinstance(reference, TypeError) else NodeValueError
         shapes = ", ".join(str(np.shape(arg)) for arg in args)
-        return kind(f"the inputs of {described}\ndo not fit (shapes {shapes}); Aesara raises "
-                    f"{type(reference).__name__}: {reference}", node=node)
+        return kind(
+            f"the inputs of {described}\ndo not fit (shapes {shapes}); Aesara raises "
+            f"{type(reference).__name__}: {reference}",
+            node=node,
+        )
     return LoweringError(
         f"JAX could not trace {described}\nTraced inputs of the node: {_traced_inputs(node, args)}.",
         node=node,
@@ -225,7 +229,7 @@ class LoweredGraph:
         self.steps = list(steps)
 
     @classmethod
-    def of(cls, fgraph: FunctionGraph, funcify: Callable[..., Callable[..., Any]], **kwargs: Any) -> "LoweredGraph":
+    def of(cls, fgraph: FunctionGraph, funcify: Callable[..., Callable[..., Any]], **kwargs: Any) -> LoweredGraph:
         """The lowering of a whole `FunctionGraph`."""
         return cls(fgraph.inputs, fgraph.outputs, lower_nodes(fgraph, funcify, **kwargs))
 
@@ -415,7 +419,4 @@ def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[A
     if folded is not None:
         return folded
     outs = [out] if len(node.outputs) == 1 else list(out)
-    return [
-        _declared(value, var)
-        for value, var in zip(outs, node.outputs)
-    ]
+    return [_declared(value, var) for value, var in zip(outs, node.outputs)]

@@ -8,11 +8,11 @@ import aesara
 import aesara.tensor as at
 import jax
 import jax.numpy as jnp
-from jax.experimental import disable_x64
 import numpy as np
 import pytest
 from aesara.scalar import float64 as scalar_float64
 from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
+from jax.experimental import disable_x64
 
 from aejax.adapters import CodecError, PayloadError, codec_for
 from aejax.adapters.jax import RandomGeneratorCodec, RandomStateCodec
@@ -211,7 +211,12 @@ def test_tensor_codec_round_trip_returns_writeable_numpy():
 
 @pytest.mark.parametrize(
     "value, field",
-    [(np.zeros((2, 3), np.float32), "dtype"), (np.zeros(3), "ndim"), (np.zeros((2, 4)), "shape[1]"), ([1.0], "<value>")],
+    [
+        (np.zeros((2, 3), np.float32), "dtype"),
+        (np.zeros(3), "ndim"),
+        (np.zeros((2, 4)), "shape[1]"),
+        ([1.0], "<value>"),
+    ],
 )
 def test_tensor_codec_checks_dtype_ndim_and_static_shape(value, field):
     type_ = at.TensorType("float64", shape=(None, 3))

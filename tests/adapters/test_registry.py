@@ -10,10 +10,10 @@ from aesara.tensor import dvector
 from aesara.tensor.random.type import RandomGeneratorType
 
 from aejax.adapters import (
+    ENTRY_POINT_GROUP,
     CodecConflictError,
     CodecLoadError,
     CodecNotFoundError,
-    ENTRY_POINT_GROUP,
     CodecRegistry,
     CodecSpec,
     StateCodec,

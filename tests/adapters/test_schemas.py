@@ -15,9 +15,10 @@ def test_generator_states_of_every_bit_generator_parse(bit_generator):
     assert model.bit_generator == state["bit_generator"]
     restored = bit_generator()
     restored.state = model.to_numpy()
-    assert np.random.Generator(restored).integers(0, 2**31, 5).tolist() == np.random.Generator(
-        bit_generator(11)
-    ).integers(0, 2**31, 5).tolist()
+    assert (
+        np.random.Generator(restored).integers(0, 2**31, 5).tolist()
+        == np.random.Generator(bit_generator(11)).integers(0, 2**31, 5).tolist()
+    )
 
 
 def test_legacy_random_state_parses_and_keeps_cached_gaussian():
@@ -59,16 +60,41 @@ BAD_PAYLOADS = [
     ("legacy has_gauss range", True, lambda: _with(_legacy(), 2, "has_gauss"), "has_gauss"),
     ("legacy wrong generator", True, lambda: _with(_legacy(), "PCG64", "bit_generator"), "bit_generator"),
     ("no bit_generator", False, lambda: _without(np.random.PCG64(1).state, "bit_generator"), "bit_generator"),
-    ("unknown bit_generator", False, lambda: _with(np.random.PCG64(1).state, "Xoshiro", "bit_generator"), "bit_generator"),
+    (
+        "unknown bit_generator",
+        False,
+        lambda: _with(np.random.PCG64(1).state, "Xoshiro", "bit_generator"),
+        "bit_generator",
+    ),
     ("pcg64 missing inc", False, lambda: _without(np.random.PCG64(1).state, "state", "inc"), "state.inc"),
     ("pcg64 state type", False, lambda: _with(np.random.PCG64(1).state, 1.0, "state", "state"), "state.state"),
     ("pcg64 state range", False, lambda: _with(np.random.PCG64(1).state, 2**128, "state", "state"), "state.state"),
     ("pcg64 missing uinteger", False, lambda: _without(np.random.PCG64(1).state, "uinteger"), "uinteger"),
-    ("mt19937 key dtype", False, lambda: _with(np.random.MT19937(1).state, np.zeros(624, np.float64), "state", "key"), "state.key"),
-    ("philox counter shape", False, lambda: _with(np.random.Philox(1).state, np.zeros(3, np.uint64), "state", "counter"), "state.counter"),
-    ("philox key dtype", False, lambda: _with(np.random.Philox(1).state, np.zeros(2, np.uint32), "state", "key"), "state.key"),
+    (
+        "mt19937 key dtype",
+        False,
+        lambda: _with(np.random.MT19937(1).state, np.zeros(624, np.float64), "state", "key"),
+        "state.key",
+    ),
+    (
+        "philox counter shape",
+        False,
+        lambda: _with(np.random.Philox(1).state, np.zeros(3, np.uint64), "state", "counter"),
+        "state.counter",
+    ),
+    (
+        "philox key dtype",
+        False,
+        lambda: _with(np.random.Philox(1).state, np.zeros(2, np.uint32), "state", "key"),
+        "state.key",
+    ),
     ("philox buffer_pos range", False, lambda: _with(np.random.Philox(1).state, 5, "buffer_pos"), "buffer_pos"),
-    ("sfc64 state dtype", False, lambda: _with(np.random.SFC64(1).state, np.zeros(4, np.int64), "state", "state"), "state.state"),
+    (
+        "sfc64 state dtype",
+        False,
+        lambda: _with(np.random.SFC64(1).state, np.zeros(4, np.int64), "state", "state"),
+        "state.state",
+    ),
     ("sfc64 extra field", False, lambda: _with(np.random.SFC64(1).state, 0, "extra"), "extra"),
     ("not a dict", False, lambda: [1, 2], "<state>"),
 ]

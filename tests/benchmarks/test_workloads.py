@@ -37,7 +37,13 @@ def advances(results):
     return len({result[0].tobytes() for result in results}) > 1
 
 
-RANDOM = ["Gaussian random walk", "P2 add normal noise", "HMC transition", "NUTS 2-D Gaussian", "NUTS logistic regression"]
+RANDOM = [
+    "Gaussian random walk",
+    "P2 add normal noise",
+    "HMC transition",
+    "NUTS 2-D Gaussian",
+    "NUTS logistic regression",
+]
 
 
 @pytest.mark.parametrize("name", [name for name in SMALL if name not in RANDOM])

@@ -156,6 +156,8 @@ def test_rewriting_folds_constants_without_compiling_c_code(monkeypatch):
     f = aesara.function([x], [x + folded, ys[-1]], mode=aejax.linker.mode)
     value = np.array([0.5, -1.0, 2.0])
     for ours, expected in zip(f(value), reference(value)):
-        np.testing.assert_allclose(ours, expected, rtol=1e-6)  # cosh of a float32 constant: numpy and XLA may differ by an ulp
+        np.testing.assert_allclose(
+            ours, expected, rtol=1e-6
+        )  # cosh of a float32 constant: numpy and XLA may differ by an ulp
     assert compiled == []
     assert aesara.config.cxx  # restored after the rewriting

@@ -79,11 +79,13 @@ def test_bad_rng_payload_is_a_clear_error_and_changes_nothing(ctor):
     rng = aesara.shared(ctor(2))
     counter = aesara.shared(np.float64(0.0), name="counter")
     draw = at.random.normal(0, 1, size=3, rng=rng)
-    f = aesara.function(
-        [], draw, updates={rng: draw.owner.outputs[0], counter: counter + 1}, mode=aejax.linker.mode
-    )
+    f = aesara.function([], draw, updates={rng: draw.owner.outputs[0], counter: counter + 1}, mode=aejax.linker.mode)
     f()
-    state = rng.get_value().bit_generator.state if ctor is np.random.default_rng else rng.get_value().get_state(legacy=False)
+    state = (
+        rng.get_value().bit_generator.state
+        if ctor is np.random.default_rng
+        else rng.get_value().get_state(legacy=False)
+    )
     state = pickle.loads(pickle.dumps(state))
     if ctor is np.random.default_rng:
         state["state"]["inc"], field = "not an int", "state.inc"

@@ -5,7 +5,8 @@ summaries of chains within their Monte Carlo error.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import aesara
 import numpy as np

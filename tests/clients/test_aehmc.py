@@ -47,9 +47,7 @@ def test_potential_energy_and_leapfrog_trajectory_match_exactly():
 
     _, energy, energy_grad = hmc.new_state(q, logprob_fn)
     _, kinetic_energy_fn, _ = metrics.gaussian_metric(inverse_mass_matrix)
-    integrate = trajectory.static_integration(
-        integrators.velocity_verlet(potential_fn, kinetic_energy_fn), N_LEAPFROG
-    )
+    integrate = trajectory.static_integration(integrators.velocity_verlet(potential_fn, kinetic_energy_fn), N_LEAPFROG)
     (q_new, p_new, energy_new, energy_grad_new), updates = integrate(q, p, energy, energy_grad, step_size)
     assert not updates
 
@@ -105,9 +103,7 @@ def test_hmc_chains_agree_with_reference():
 
     # The shared generator advances: two calls from the same state differ.
     again = candidate(*initial, STEP_SIZE, np.ones(2))
-    assert not np.array_equal(again[0], one_candidate[0]) or not np.array_equal(
-        again[3], one_candidate[3]
-    )
+    assert not np.array_equal(again[0], one_candidate[0]) or not np.array_equal(again[3], one_candidate[3])
 
     cand_q, cand_accept = run_chain(candidate, initial, N_STEPS)
     ref_q, ref_accept = run_chain(reference, initial, N_STEPS)

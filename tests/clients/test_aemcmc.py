@@ -13,9 +13,9 @@ the posterior means and standard deviations within Monte Carlo error.
 import aesara.tensor as at
 import numpy as np
 import pytest
-from aesara.tensor.random.utils import RandomStream
 from aemcmc import construct_sampler
 from aemcmc.dists import polyagamma
+from aesara.tensor.random.utils import RandomStream
 
 from tests.clients.helpers import assert_means_agree, assert_sds_agree, compile_pair
 

@@ -10,9 +10,9 @@ import aesara
 import aesara.tensor as at
 import numpy as np
 import pytest
-from aesara.tensor.random.utils import RandomStream
 from aeppl import joint_logprob
 from aeppl.logprob import ParameterValueError
+from aesara.tensor.random.utils import RandomStream
 
 from tests.clients.helpers import assert_same_at_points, assert_same_outputs, compile_pair
 

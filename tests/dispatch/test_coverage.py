@@ -55,8 +55,15 @@ MODULES = [
 
 BASE_CLASSES = {
     # Bases that only share code with their subclasses; no graph holds them themselves.
-    ScalarOp, UnaryScalarOp, BinaryScalarOp, LogicalComparison, FixedLogicalComparison,
-    UnaryBitOp, BinaryBitOp, SolveBase, GemmRelated,
+    ScalarOp,
+    UnaryScalarOp,
+    BinaryScalarOp,
+    LogicalComparison,
+    FixedLogicalComparison,
+    UnaryBitOp,
+    BinaryBitOp,
+    SolveBase,
+    GemmRelated,
 }
 """Excluded, besides the classes `inspect.isabstract` reports (e.g. ``ScipyRandomVariable``)."""
 
@@ -127,7 +134,9 @@ def test_scalar_ops_are_looked_up_through_our_dispatcher():
 def test_ops_without_lowering_are_the_documented_ones():
     classes = op_classes()
     missing = sorted(_name(cls) for cls in classes if not has_lowering(cls))
-    print(f"\nJAX lowerings: {len(classes) - len(missing)} lowered, {len(missing)} missing of {len(classes)} Op classes")
+    print(
+        f"\nJAX lowerings: {len(classes) - len(missing)} lowered, {len(missing)} missing of {len(classes)} Op classes"
+    )
     assert MISSING == sorted(MISSING)
     assert missing == MISSING
 

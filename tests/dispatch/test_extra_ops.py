@@ -11,8 +11,8 @@ from aesara.tensor.basic import PermuteRowElements, Tri, choose
 from aesara.tensor.blas import Dot22, Dot22Scalar, gemm_no_inplace, gemv_no_inplace, ger
 from aesara.tensor.extra_ops import CpuContiguous, searchsorted
 from aesara.tensor.math import convolve, matmul
-from aesara.tensor.type_other import NoneConst
 from aesara.tensor.sort import topk_and_argtopk
+from aesara.tensor.type_other import NoneConst
 
 import aejax.linker
 from aejax.linker import LoweringError, ShapeInputWarning
@@ -72,7 +72,7 @@ def test_split_sizes_that_do_not_add_up_are_rejected_like_the_reference():
 
 
 def test_nonzero_of_concrete_values():
-    big = at.constant((np.arange(300).reshape(20, 15) % 7 == 0))
+    big = at.constant(np.arange(300).reshape(20, 15) % 7 == 0)
     x = _m()
     assert_matches_reference([x], [*at.nonzero(big), at.flatnonzero(at.constant(np.arange(100) % 9)), x], X)
 
@@ -85,20 +85,37 @@ def test_nonzero_of_traced_values_is_cut_to_its_run_time_length():
 CASES = [
     pytest.param(lambda x: [Tri("float64")(x.shape[0], x.shape[1] + 1, 1), at.tril(x, -1), at.triu(x, 1)], id="tri"),
     pytest.param(lambda x: [choose(at.constant(np.array([[0, 1, 0, 1]])), at.stack([x, -x]))], id="choose"),
-    pytest.param(lambda x: [PermuteRowElements()(x, at.constant(np.array([[2, 0, 3, 1]])), inverse)
-                            for inverse in (False, True)], id="permute row elements"),
+    pytest.param(
+        lambda x: [
+            PermuteRowElements()(x, at.constant(np.array([[2, 0, 3, 1]])), inverse) for inverse in (False, True)
+        ],
+        id="permute row elements",
+    ),
     pytest.param(lambda x: [CpuContiguous()(x.T)], id="cpu contiguous"),
-    pytest.param(lambda x: [searchsorted(at.sort(x[0]), x[1:]), searchsorted(x[0], x[2], side="right",
-                            sorter=at.argsort(x[0]))], id="searchsorted"),
+    pytest.param(
+        lambda x: [searchsorted(at.sort(x[0]), x[1:]), searchsorted(x[0], x[2], side="right", sorter=at.argsort(x[0]))],
+        id="searchsorted",
+    ),
     pytest.param(lambda x: [convolve(x[0], x[1][:2], mode) for mode in ("full", "same", "valid")], id="convolve"),
     pytest.param(lambda x: [matmul(x, x.T), matmul(x[0], x.T), matmul(at.stack([x, x]), x.T)], id="matmul"),
-    pytest.param(lambda x: [at.sort(v, axis=1) for v in topk_and_argtopk(x, 2, axis=1, sorted=False)]
-                 + [at.sort(v, axis=0) for v in topk_and_argtopk(x, -2, axis=0, sorted=False)], id="topk"),
-    pytest.param(lambda x: [Dot22()(x, x.T), Dot22Scalar()(x.T, x, _f64(0.5)),
-                            gemm_no_inplace(x, _f64(2.0), x, at.eye(4), _f64(0.5)),
-                            gemm_no_inplace(x, _f64(2.0), x, at.eye(4), _f64(0.0)),
-                            gemv_no_inplace(x[:, 0], _f64(-1.0), x, x[0], _f64(3.0)),
-                            ger(x, _f64(2.0), x[:, 1], x[0])], id="blas"),
+    pytest.param(
+        lambda x: (
+            [at.sort(v, axis=1) for v in topk_and_argtopk(x, 2, axis=1, sorted=False)]
+            + [at.sort(v, axis=0) for v in topk_and_argtopk(x, -2, axis=0, sorted=False)]
+        ),
+        id="topk",
+    ),
+    pytest.param(
+        lambda x: [
+            Dot22()(x, x.T),
+            Dot22Scalar()(x.T, x, _f64(0.5)),
+            gemm_no_inplace(x, _f64(2.0), x, at.eye(4), _f64(0.5)),
+            gemm_no_inplace(x, _f64(2.0), x, at.eye(4), _f64(0.0)),
+            gemv_no_inplace(x[:, 0], _f64(-1.0), x, x[0], _f64(3.0)),
+            ger(x, _f64(2.0), x[:, 1], x[0]),
+        ],
+        id="blas",
+    ),
 ]
 
 
@@ -109,17 +126,36 @@ def test_tensor_op_matches_reference(build):
 
 
 LINALG = [
-    pytest.param(lambda a: [nlinalg.Inv()(a), nlinalg.pinv(a[:, :3]), nlinalg.pinv(a @ a.T, hermitian=True)], id="inverses"),
-    pytest.param(lambda a: [nlinalg.tensorinv(a.reshape((2, 2, 4)), ind=2),
-                            nlinalg.tensorsolve(a.reshape((2, 2, 2, 2)), a[0].reshape((2, 2)))], id="tensor"),
+    pytest.param(
+        lambda a: [nlinalg.Inv()(a), nlinalg.pinv(a[:, :3]), nlinalg.pinv(a @ a.T, hermitian=True)], id="inverses"
+    ),
+    pytest.param(
+        lambda a: [
+            nlinalg.tensorinv(a.reshape((2, 2, 4)), ind=2),
+            nlinalg.tensorsolve(a.reshape((2, 2, 2, 2)), a[0].reshape((2, 2))),
+        ],
+        id="tensor",
+    ),
     # lstsq's rank output is left out: the reference returns int32 where it declares int64.
     pytest.param(lambda a: [nlinalg.lstsq(a, a[:, :2], -1)[i] for i in (0, 3)], id="lstsq"),
-    pytest.param(lambda a: [slinalg.cho_solve((slinalg.cholesky(a), True), a[0]),
-                            slinalg.cho_solve((slinalg.Cholesky(lower=False)(a), False), a[:, :2])], id="cho_solve"),
-    pytest.param(lambda a: [slinalg.Eigvalsh()(a, NoneConst), slinalg.Eigvalsh(lower=False)(a.T, NoneConst)], id="eigvalsh"),
+    pytest.param(
+        lambda a: [
+            slinalg.cho_solve((slinalg.cholesky(a), True), a[0]),
+            slinalg.cho_solve((slinalg.Cholesky(lower=False)(a), False), a[:, :2]),
+        ],
+        id="cho_solve",
+    ),
+    pytest.param(
+        lambda a: [slinalg.Eigvalsh()(a, NoneConst), slinalg.Eigvalsh(lower=False)(a.T, NoneConst)], id="eigvalsh"
+    ),
     pytest.param(lambda a: [slinalg.expm(a / 10)], id="expm"),
-    pytest.param(lambda a: [slinalg.solve_continuous_lyapunov(-a, a[:2, :2].sum() * at.eye(4) + a.T),
-                            slinalg.solve_discrete_lyapunov(a / 20, a, method="bilinear")], id="lyapunov"),
+    pytest.param(
+        lambda a: [
+            slinalg.solve_continuous_lyapunov(-a, a[:2, :2].sum() * at.eye(4) + a.T),
+            slinalg.solve_discrete_lyapunov(a / 20, a, method="bilinear"),
+        ],
+        id="lyapunov",
+    ),
 ]
 
 

@@ -4,9 +4,9 @@ import warnings
 
 import aesara
 import aesara.tensor as at
-from aesara.scan.utils import until
 import numpy as np
 import pytest
+from aesara.scan.utils import until
 
 import aejax.linker
 from aejax.linker import ShapeInputWarning

@@ -46,11 +46,27 @@ CASES = [
     case("basic subtensor", lambda x: [x[1], x[:, 1:3], x[::-1, -1], x[1:, ::2]], X),
     case("advanced subtensor", lambda x: [x[[0, 2]], x[[0, 2], [1, 3]], x[:, [3, 0]]], X),
     case("boolean mask sum", lambda v: [v[v > 0].sum()], V),
-    case("set and inc subtensor", lambda x: [at.set_subtensor(x[1:, 2], 5.0), at.inc_subtensor(x[0], 1.0), at.inc_subtensor(x[[0, 0, 2]], 1.0)], X),
-    case("fill whose shape side broadcasts", lambda x: [at.zeros(x.shape[1]) + x.sum(), at.ones_like(x[0]) * x.sum()], X),
-    case("alloc and zeros", lambda x: [at.zeros_like(x) + 1, at.alloc(x[0, 0], 2, x.shape[1]), at.ones((x.shape[0] * 2,))], X),
-    case("arange from shapes", lambda x: [at.arange(x.shape[0]), at.arange(1, x.shape[1] * 2, 2), at.arange(0.0, 1.0, 0.25)], X),
-    case("concatenate and stack", lambda x: [at.concatenate([x, x], axis=0), at.stack([x[0], x[1]]), at.join(1, x, x)], X),
+    case(
+        "set and inc subtensor",
+        lambda x: [at.set_subtensor(x[1:, 2], 5.0), at.inc_subtensor(x[0], 1.0), at.inc_subtensor(x[[0, 0, 2]], 1.0)],
+        X,
+    ),
+    case(
+        "fill whose shape side broadcasts", lambda x: [at.zeros(x.shape[1]) + x.sum(), at.ones_like(x[0]) * x.sum()], X
+    ),
+    case(
+        "alloc and zeros",
+        lambda x: [at.zeros_like(x) + 1, at.alloc(x[0, 0], 2, x.shape[1]), at.ones((x.shape[0] * 2,))],
+        X,
+    ),
+    case(
+        "arange from shapes",
+        lambda x: [at.arange(x.shape[0]), at.arange(1, x.shape[1] * 2, 2), at.arange(0.0, 1.0, 0.25)],
+        X,
+    ),
+    case(
+        "concatenate and stack", lambda x: [at.concatenate([x, x], axis=0), at.stack([x[0], x[1]]), at.join(1, x, x)], X
+    ),
     case("eye", lambda x: [at.eye(x.shape[0], x.shape[1], 1)], X),
     case("ifelse", lambda v: [ifelse(v.sum() > 0, v * 2, v - 1)], V),
     case("cumsum and extra ops", lambda v: [at.cumsum(v), at.extra_ops.repeat(v, 2), at.sort(v), at.argsort(v)], V),

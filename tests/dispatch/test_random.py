@@ -208,7 +208,9 @@ def test_multivariate_normal_singular_covariance(ctor):
 def test_multivariate_normal_batched_regular_covariances():
     mean = np.array([[0.0, 1.0], [5.0, -5.0]])
     cov = np.array([[[1.0, 0.3], [0.3, 0.5]], [[2.0, -0.9], [-0.9, 1.0]]])
-    out = compile_draw(lambda s, n: s.multivariate_normal(mean, cov, size=(n, 2)), GENERATOR, aejax.linker.mode, n=20000)()
+    out = compile_draw(
+        lambda s, n: s.multivariate_normal(mean, cov, size=(n, 2)), GENERATOR, aejax.linker.mode, n=20000
+    )()
     assert out.shape == (20000, 2, 2)
     for b in range(2):
         np.testing.assert_allclose(out[:, b].mean(axis=0), mean[b], atol=0.05)

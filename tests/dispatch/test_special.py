@@ -32,8 +32,12 @@ CASES = [
     unary("trigamma", lambda x: Elemwise(tri_gamma)(x), np.linspace(0.1, 30.0, 300)),
     unary("round half away from zero", at.round_half_away_from_zero, np.arange(-5.0, 5.0, 0.25)),
     pytest.param(at.owens_t, (H, A), 1e-11, id="owens_t"),
-    pytest.param(lambda k, x: Elemwise(gammau)(k, x), (np.linspace(0.5, 8, 40), np.linspace(0.1, 12, 40)), 1e-10, id="gammau"),
-    pytest.param(lambda k, x: Elemwise(gammal)(k, x), (np.linspace(0.5, 8, 40), np.linspace(0.1, 12, 40)), 1e-10, id="gammal"),
+    pytest.param(
+        lambda k, x: Elemwise(gammau)(k, x), (np.linspace(0.5, 8, 40), np.linspace(0.1, 12, 40)), 1e-10, id="gammau"
+    ),
+    pytest.param(
+        lambda k, x: Elemwise(gammal)(k, x), (np.linspace(0.5, 8, 40), np.linspace(0.1, 12, 40)), 1e-10, id="gammal"
+    ),
 ]
 
 
@@ -49,7 +53,9 @@ def test_special_functions_at_their_limits():
     assert_matches_reference([x], [at.erfcx(x), at.j0(x[2:4]), at.j1(x[2:4])], limits)
     assert_matches_reference([x], [at.erfcinv(x)], np.array([-1.0, 0.0, 1.0, 2.0, 3.0]))
     h, a = at.dvector("h"), at.dvector("a")
-    assert_matches_reference([h, a], [at.owens_t(h, a)], np.array([0.0, 0.0, 3.0, 50.0]), np.array([np.inf, 0.5, -np.inf, 2.0]))
+    assert_matches_reference(
+        [h, a], [at.owens_t(h, a)], np.array([0.0, 0.0, 3.0, 50.0]), np.array([np.inf, 0.5, -np.inf, 2.0])
+    )
 
 
 def test_float32_inputs_keep_float32():
@@ -67,7 +73,12 @@ def test_complex_parts():
     x, y = at.dvector("x"), at.dvector("y")
     z = at.complex(x, y)
     polar = at.complex_from_polar(at.abs(x), y)
-    assert_matches_reference([x, y], [at.real(z * z), at.imag(z), at.real(polar), at.imag(polar)], np.linspace(-2, 2, 9), np.linspace(0, 3, 9))
+    assert_matches_reference(
+        [x, y],
+        [at.real(z * z), at.imag(z), at.real(polar), at.imag(polar)],
+        np.linspace(-2, 2, 9),
+        np.linspace(0, 3, 9),
+    )
 
 
 def test_composite_uses_our_scalar_lowerings():
@@ -75,10 +86,14 @@ def test_composite_uses_our_scalar_lowerings():
     composite = aes.Composite([xs, ys], [aes.erfcx(xs) * ys, aes.j0(xs) + aes.j1(ys)])
     x, y = at.dvector("x"), at.dmatrix("y")
     first, second = Elemwise(composite)(x, y)
-    assert_matches_reference([x, y], [first, second], np.linspace(-1, 5, 4), np.linspace(-2, 2, 12).reshape(3, 4), rtol=1e-11)
+    assert_matches_reference(
+        [x, y], [first, second], np.linspace(-1, 5, 4), np.linspace(-2, 2, 12).reshape(3, 4), rtol=1e-11
+    )
 
 
 def test_erfcx_follows_its_asymptotic_series_far_out():
     x = at.dvector("x")
     _, ours = compile_both([x], at.erfcx(x))
-    np.testing.assert_allclose(ours(np.array([40.0])), 1 / (40.0 * np.sqrt(np.pi)) * (1 - 1 / (2 * 40.0**2) + 3 / (4 * 40.0**4)), rtol=1e-9)
+    np.testing.assert_allclose(
+        ours(np.array([40.0])), 1 / (40.0 * np.sqrt(np.pi)) * (1 - 1 / (2 * 40.0**2) + 3 / (4 * 40.0**4)), rtol=1e-9
+    )

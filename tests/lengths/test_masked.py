@@ -97,7 +97,9 @@ def test_slices_and_loops_over_a_selection_in_one_program(labels):
     """Slicing a selection, or scanning over it, takes its rows moved to the front (a value of run-time length)."""
     x, labels_var = at.dvector("x"), at.lvector("labels")
     selected = x[at.nonzero(at.eq(labels_var, 1))]
-    running, _ = aesara.scan(lambda v, total: total + v, sequences=[selected], outputs_info=[at.constant(0.0, dtype="float64")])
+    running, _ = aesara.scan(
+        lambda v, total: total + v, sequences=[selected], outputs_info=[at.constant(0.0, dtype="float64")]
+    )
     outputs = [selected[:2] * 3, selected[::-1] + selected, running, at.set_subtensor(selected[1:], 0.0)]
     assert_matches_reference([x, labels_var], outputs, X, labels)
     assert _single_program([x, labels_var], outputs, X, labels)
@@ -200,7 +202,9 @@ def test_a_selection_with_a_whole_array_of_its_length(x_and_selection):
     x, labels, idx = x_and_selection
     y = at.dvector("y")
     assert_matches_reference([x, labels, y], x[idx] * 2 + y, X, LABELS, np.arange(3.0))
-    assert_raises_like_reference([x, labels, y], x[idx] + y, (X, LABELS, np.arange(5.0)), ValueError, "differ in length")
+    assert_raises_like_reference(
+        [x, labels, y], x[idx] + y, (X, LABELS, np.arange(5.0)), ValueError, "differ in length"
+    )
 
 
 @pytest.mark.parametrize("update", [at.set_subtensor, at.inc_subtensor], ids=["set", "inc"])
@@ -208,7 +212,9 @@ def test_values_with_one_row_per_selected_row(x_and_selection, update):
     x, labels, idx = x_and_selection
     y = at.dvector("y")
     assert_matches_reference([x, labels, y], update(x[idx], y), X, LABELS, np.arange(3.0))
-    assert_raises_like_reference([x, labels, y], update(x[idx], y), (X, LABELS, np.arange(4.0)), ValueError, "another length")
+    assert_raises_like_reference(
+        [x, labels, y], update(x[idx], y), (X, LABELS, np.arange(4.0)), ValueError, "another length"
+    )
 
 
 @pytest.mark.parametrize("dtype", ["float64", "int64"])
@@ -264,7 +270,9 @@ def test_a_selection_stacked_beside_other_values_of_its_length(x_and_selection):
     outputs = [at.stack([x[idx], y], axis=1), at.stack([x[idx][:2], x[others]], axis=1)]
     assert_matches_reference([x, labels, y], outputs, X, LABELS, np.arange(3.0))
     assert _single_program([x, labels, y], outputs, X, LABELS, np.arange(3.0))
-    assert_raises_like_reference([x, labels, y], outputs[0], (X, LABELS, np.arange(4.0)), ValueError, "differ in length")
+    assert_raises_like_reference(
+        [x, labels, y], outputs[0], (X, LABELS, np.arange(4.0)), ValueError, "differ in length"
+    )
 
 
 @pytest.mark.parametrize("labels", [LABELS, np.ones(5, "int64")], ids=["some", "all"])
@@ -371,7 +379,10 @@ def test_updates_of_a_selection_at_its_own_selections(x_and_selection, update):
     x, labels, idx = x_and_selection
     k = at.lscalar("k")
     selected = x[idx]
-    outputs = [update(selected[selected > 1.0], -1.0), update(selected[at.stack([k, at.constant(0, dtype="int64")])], 9.0)]
+    outputs = [
+        update(selected[selected > 1.0], -1.0),
+        update(selected[at.stack([k, at.constant(0, dtype="int64")])], 9.0),
+    ]
     assert_matches_reference([x, labels, k], outputs, X, LABELS, -1)
     assert _single_program([x, labels, k], outputs, X, LABELS, -1)
 

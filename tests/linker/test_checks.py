@@ -47,9 +47,7 @@ def test_failed_check_updates_no_shared_variable():
     counter = aesara.shared(np.float64(0.0), name="counter")
     srng = at.random.RandomStream(7)
     noise = srng.normal(size=2)
-    f = aesara.function(
-        [x], _positive(x) + noise, updates={counter: counter + 1}, mode=aejax.linker.mode
-    )
+    f = aesara.function([x], _positive(x) + noise, updates={counter: counter + 1}, mode=aejax.linker.mode)
     f(np.ones(2))
     rng = srng.state_updates[0][0]
     before = (counter.get_value(), rng.get_value(borrow=True).bit_generator.state)
@@ -108,7 +106,9 @@ def test_a_check_in_a_nested_loop_fails_the_call_and_passes_otherwise():
     xs = at.dmatrix("xs")
 
     def row_sum(row):
-        inner, _ = aesara.scan(lambda x, acc: acc + _positive(x), sequences=[row], outputs_info=[at.as_tensor(np.float64(0.0))])
+        inner, _ = aesara.scan(
+            lambda x, acc: acc + _positive(x), sequences=[row], outputs_info=[at.as_tensor(np.float64(0.0))]
+        )
         return inner[-1]
 
     sums, _ = aesara.scan(row_sum, sequences=[xs])

@@ -77,7 +77,7 @@ def test_a_packed_shared_update_is_stored_apart_from_the_returned_outputs(borrow
         functions.append(aesara.function([x], [state + x, x.sum()], updates={state: state + x}, mode=mode))
         states.append(state)
     for value in (np.arange(3.0), np.ones(3), -np.arange(3.0)):
-        for f, state in zip(functions, states):
+        for f, _state in zip(functions, states):
             returned, _ = f(value)
             returned[:] = 1e6  # must not reach the shared value
         np.testing.assert_allclose(states[1].get_value(), states[0].get_value())

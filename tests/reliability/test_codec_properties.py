@@ -4,9 +4,9 @@ import pickle
 
 import jax
 import numpy as np
+from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 
 from aejax.adapters import codec_for
 
@@ -29,7 +29,9 @@ def test_key_round_trip_through_a_numpy_generator_is_exact(type_, words, pickled
 @given(type_=TYPES, seed=st.integers(0, 2**64 - 1), pickled=st.booleans())
 def test_a_seeded_generator_keeps_its_key_across_a_round_trip(type_, seed, pickled):
     codec = codec_for("jax", type_)
-    host = np.random.default_rng(seed) if isinstance(type_, RandomGeneratorType) else np.random.RandomState(seed % 2**32)
+    host = (
+        np.random.default_rng(seed) if isinstance(type_, RandomGeneratorType) else np.random.RandomState(seed % 2**32)
+    )
     key = codec.encode(pickle.loads(pickle.dumps(host)) if pickled else host, type_)
     assert np.array_equal(jax.random.key_data(codec.encode(host, type_)), jax.random.key_data(key))
     back = codec.decode(key, type_)

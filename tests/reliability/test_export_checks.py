@@ -1,7 +1,7 @@
 """Item 5: an exported graph checks its arguments and state; `store` writes all or nothing."""
 
-import aesara.tensor as at
 import aesara
+import aesara.tensor as at
 import jax
 import numpy as np
 import pytest

@@ -25,10 +25,14 @@ def test_first_call_of_a_sum_over_ten_million_is_fast():
 
 
 @pytest.mark.parametrize(
-    "bounds", [(3, 100_003, 7), (0.5, 70_000.0, 0.75), (10, -5, -1), (0.5, 10.0, 0.3)], ids=["int", "float", "down", "small float"]
+    "bounds",
+    [(3, 100_003, 7), (0.5, 70_000.0, 0.75), (10, -5, -1), (0.5, 10.0, 0.3)],
+    ids=["int", "float", "down", "small float"],
 )
 def test_ranges_match_reference(bounds):
-    start, stop, step = (at.dscalar(name) if isinstance(b, float) else at.lscalar(name) for name, b in zip("abc", bounds))
+    start, stop, step = (
+        at.dscalar(name) if isinstance(b, float) else at.lscalar(name) for name, b in zip("abc", bounds)
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ShapeInputWarning)
         assert_matches_reference([start, stop, step], at.arange(start, stop, step), *bounds, rtol=1e-15)

@@ -17,7 +17,10 @@ from tests.reference import REFERENCE
 def _count_to(max_steps=1000):
     k = at.dscalar("k")
     out, _ = aesara.scan(
-        lambda x, k: (x + 1, until(x + 1 >= k)), outputs_info=at.constant(np.float64(0)), non_sequences=k, n_steps=max_steps
+        lambda x, k: (x + 1, until(x + 1 >= k)),
+        outputs_info=at.constant(np.float64(0)),
+        non_sequences=k,
+        n_steps=max_steps,
     )
     return k, out
 
@@ -40,7 +43,9 @@ def test_static_input_cache_keeps_at_most_cache_size_programs(monkeypatch):
 
 def test_trace_of_run_time_length_compiles_a_logarithmic_number_of_programs():
     k, out = _count_to()
-    checked = Assert("a negative count")(out, at.all(out >= 0)).sum()  # an Op the loop's program cannot run on its trace
+    checked = Assert("a negative count")(
+        out, at.all(out >= 0)
+    ).sum()  # an Op the loop's program cannot run on its trace
     f = aesara.function([k], checked, mode=aejax.linker.mode)
     reference = aesara.function([k], checked, mode=REFERENCE)
     assert f(1.0) == reference(1.0)
@@ -60,7 +65,9 @@ def test_trace_that_needs_its_exact_length_is_still_right(use):
     reference = aesara.function([k], use(out), mode=REFERENCE)
     for length in (1, 5, 6):
         got, expected = f(float(length)), reference(float(length))
-        for g, e in zip(got if isinstance(got, list) else [got], expected if isinstance(expected, list) else [expected]):
+        for g, e in zip(
+            got if isinstance(got, list) else [got], expected if isinstance(expected, list) else [expected]
+        ):
             np.testing.assert_array_equal(g, e)
 
 

@@ -50,8 +50,7 @@ def _seeded_draws(count=8):
     module-level state), so the functions are compiled before the threads start.
     """
     return [
-        aesara.function([], RandomStream(seed=index).normal(size=3), mode=aejax.linker.mode)
-        for index in range(count)
+        aesara.function([], RandomStream(seed=index).normal(size=3), mode=aejax.linker.mode) for index in range(count)
     ]
 
 
@@ -75,7 +74,9 @@ def test_concurrent_first_calls_discover_static_inputs_once():
 
 def test_concurrent_first_calls_split_after_an_until_loop_once():
     k = at.dscalar("k")
-    out, _ = aesara.scan(lambda x, k: (x + 1, until(x + 1 >= k)), outputs_info=at.constant(np.float64(0)), non_sequences=k, n_steps=50)
+    out, _ = aesara.scan(
+        lambda x, k: (x + 1, until(x + 1 >= k)), outputs_info=at.constant(np.float64(0)), non_sequences=k, n_steps=50
+    )
     program = aesara.function([k], at.dot(out, out), mode=aejax.linker.mode).vm.jit_fn
     results = _in_threads(lambda i: program(np.float64(i + 1))[0])
     assert results == [sum(j * j for j in range(1, i + 2)) for i in range(8)]

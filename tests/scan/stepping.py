@@ -1,6 +1,7 @@
 """Scan steps run both as fixed loops and as ``until`` loops whose condition never holds."""
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import aesara
 import aesara.tensor as at

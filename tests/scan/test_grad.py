@@ -57,7 +57,9 @@ def test_truncated_gradient_matches_reference():
 @pytest.mark.kind("mit-mot")
 def test_gradient_through_mit_sot_taps():
     init, w = at.dvector("init"), at.dscalar("w")
-    out, _ = aesara.scan(lambda a, b, w: a * w + at.sin(b), outputs_info=[dict(initial=init, taps=[-1, -3])], non_sequences=w, n_steps=8)
+    out, _ = aesara.scan(
+        lambda a, b, w: a * w + at.sin(b), outputs_info=[dict(initial=init, taps=[-1, -3])], non_sequences=w, n_steps=8
+    )
     cost = (out**2).sum()
     assert_matches_reference([init, w], aesara.grad(cost, [init, w]), np.array([0.1, 0.2, 0.3]), 0.9, rtol=1e-9)
 

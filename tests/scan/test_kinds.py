@@ -102,7 +102,9 @@ def mit_sot_last_value(loop):
 
 def runtime_length_sequences(loop):
     a = at.dvector("a")
-    out = loop(lambda x, xp, s: s + x * xp, sequences=dict(input=a, taps=[0, 2]), outputs_info=at.constant(np.float64(0.0)))
+    out = loop(
+        lambda x, xp, s: s + x * xp, sequences=dict(input=a, taps=[0, 2]), outputs_info=at.constant(np.float64(0.0))
+    )
     return [a], [out, out.sum()]
 
 
@@ -112,18 +114,48 @@ def zero_steps_sit_sot(loop):
 
 
 CASES = [
-    case("sequences", "problem report 2*a_t", lambda loop: ([a := at.dvector("a")], loop(lambda a_t: 2 * a_t, sequences=a)), VEC),
+    case(
+        "sequences",
+        "problem report 2*a_t",
+        lambda loop: ([a := at.dvector("a")], loop(lambda a_t: 2 * a_t, sequences=a)),
+        VEC,
+    ),
     case("sequences", "taps -1 0 1", seq_taps, VEC),
     case("sequences", "runtime length with taps", runtime_length_sequences, VEC),
     case("sequences", "go_backwards", go_backwards, VEC, 1.0),
-    case("sit-sot", "two outputs n_steps 10", lambda loop: ([x := at.dscalar("x"), y := at.dscalar("y")], loop(lambda x, y: (x + y, x * y * 0.1), outputs_info=[x, y], n_steps=10)), 1.0, 0.5),
+    case(
+        "sit-sot",
+        "two outputs n_steps 10",
+        lambda loop: (
+            [x := at.dscalar("x"), y := at.dscalar("y")],
+            loop(lambda x, y: (x + y, x * y * 0.1), outputs_info=[x, y], n_steps=10),
+        ),
+        1.0,
+        0.5,
+    ),
     case("sit-sot", "matrix", matrix_sit_sot, SQ),
     case("sit-sot", "int32", int_sit_sot("int32"), 3),
     case("sit-sot", "int64", int_sit_sot("int64"), 3),
     case("sit-sot", "last value only (scan_save_mem)", last_value_only, 0.3),
     case("sit-sot", "zero steps, full trace", zero_steps_sit_sot, VEC[:2]),
-    case("mit-sot", "problem report taps -2 n_steps 6", lambda loop: ([i := at.dvector("i")], loop(lambda xm2: xm2 + 1, outputs_info=[dict(initial=i, taps=[-2])], n_steps=6)), VEC[:2]),
-    case("mit-sot", "taps -1 -3", lambda loop: ([i := at.dvector("i")], loop(lambda a, b: a + b, outputs_info=[dict(initial=i, taps=[-1, -3])], n_steps=7)), VEC[:3]),
+    case(
+        "mit-sot",
+        "problem report taps -2 n_steps 6",
+        lambda loop: (
+            [i := at.dvector("i")],
+            loop(lambda xm2: xm2 + 1, outputs_info=[dict(initial=i, taps=[-2])], n_steps=6),
+        ),
+        VEC[:2],
+    ),
+    case(
+        "mit-sot",
+        "taps -1 -3",
+        lambda loop: (
+            [i := at.dvector("i")],
+            loop(lambda a, b: a + b, outputs_info=[dict(initial=i, taps=[-1, -3])], n_steps=7),
+        ),
+        VEC[:3],
+    ),
     case("mit-sot", "last value only", mit_sot_last_value, VEC[:3]),
     case("nit-sot", "scalar float and int outputs", scalar_nit_sot, VEC),
     case("mixed", "several of each", several_of_each, MAT, VEC[:3], MAT[:2], 0.7),
@@ -174,7 +206,7 @@ def test_runtime_n_steps_is_static_per_value():
 def test_shared_tensor_updated_inside_the_loop():
     for mode in ("FAST_COMPILE", aejax.linker.mode):
         total = aesara.shared(np.float64(1.0), name="total")
-        out, updates = aesara.scan(lambda x: {total: total + x}, sequences=at.constant(VEC))
+        out, updates = aesara.scan(lambda x: {total: total + x}, sequences=at.constant(VEC))  # noqa: B023
         f = aesara.function([], [], updates=updates, mode=mode)
         f()
         f()

@@ -113,11 +113,12 @@ def test_random_walk_matches_theory_and_the_reference():
 def test_uniform_with_bounds_from_non_sequences_matches_the_reference():
     srng = RandomStream(seed=6)
     low, high = at.dscalar("low"), at.dscalar("high")
-    out, updates = aesara.scan(
-        lambda lo, hi: srng.uniform(lo, hi, size=(500,)), non_sequences=[low, high], n_steps=100
-    )
+    out, updates = aesara.scan(lambda lo, hi: srng.uniform(lo, hi, size=(500,)), non_sequences=[low, high], n_steps=100)
     assert not draws_in_loop([low, high], out, updates, -2.0, 3.0)
-    draws, expected = compiled([low, high], out, updates)(-2.0, 3.0), compiled([low, high], out, updates, REFERENCE)(-2.0, 3.0)
+    draws, expected = (
+        compiled([low, high], out, updates)(-2.0, 3.0),
+        compiled([low, high], out, updates, REFERENCE)(-2.0, 3.0),
+    )
     assert draws.shape == (100, 500) and np.all((draws >= -2.0) & (draws < 3.0))
     assert stats.ks_2samp(draws.ravel(), expected.ravel()).pvalue > 1e-3
     assert stats.kstest(draws.ravel(), stats.uniform(-2.0, 5.0).cdf).pvalue > 1e-3

@@ -55,9 +55,7 @@ def test_random_step_of_value_dependent_size_reproduces_per_seed():
 
 def test_shape_from_a_scalar_input_still_makes_it_static():
     n = at.iscalar("n")
-    totals, _ = aesara.scan(
-        lambda s: (at.arange(n) * s).sum() + 1, outputs_info=[at.as_tensor(np.int64(1))], n_steps=3
-    )
+    totals, _ = aesara.scan(lambda s: (at.arange(n) * s).sum() + 1, outputs_info=[at.as_tensor(np.int64(1))], n_steps=3)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CallbackWarning)
         with pytest.warns(ShapeInputWarning):

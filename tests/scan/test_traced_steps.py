@@ -38,7 +38,9 @@ def _steps_from_data(x):
 
 def test_step_count_from_data_last_value():
     x = at.dvector("x")
-    ys, _ = aesara.scan(lambda s: s * 0.5 + 1, outputs_info=[at.as_tensor(np.float64(0.0))], n_steps=_steps_from_data(x))
+    ys, _ = aesara.scan(
+        lambda s: s * 0.5 + 1, outputs_info=[at.as_tensor(np.float64(0.0))], n_steps=_steps_from_data(x)
+    )
     for value in (np.ones(3), np.ones(7)):
         assert_matches_reference([x], ys[-1], value)
     assert_one_program([x], ys[-1], np.ones(3))
@@ -46,7 +48,9 @@ def test_step_count_from_data_last_value():
 
 def test_last_value_of_a_loop_that_ran_no_step_raises_as_the_reference_does():
     x = at.dvector("x")
-    ys, _ = aesara.scan(lambda s: s * 0.5 + 1, outputs_info=[at.as_tensor(np.float64(0.0))], n_steps=_steps_from_data(x))
+    ys, _ = aesara.scan(
+        lambda s: s * 0.5 + 1, outputs_info=[at.as_tensor(np.float64(0.0))], n_steps=_steps_from_data(x)
+    )
     for f in compile_both([x], ys[-1]):
         with pytest.raises(IndexError):
             f(np.zeros(2))
@@ -110,7 +114,9 @@ def test_arange_sequence_with_traced_bounds_is_read_from_the_counter():
     steps = at.lvector("steps")
 
     def doubling(step):
-        sums, _ = aesara.scan(lambda k, acc: acc + k, sequences=[at.arange(1, 1 + 2**step)], outputs_info=[at.as_tensor(np.int64(0))])
+        sums, _ = aesara.scan(
+            lambda k, acc: acc + k, sequences=[at.arange(1, 1 + 2**step)], outputs_info=[at.as_tensor(np.int64(0))]
+        )
         return sums[-1]
 
     totals, _ = aesara.scan(doubling, sequences=[steps])
@@ -122,7 +128,11 @@ def test_arange_sequence_with_traced_bounds_is_read_from_the_counter():
 def test_scan_checkpoints_value_and_gradient(every):
     w = at.dscalar("w")
     ys, _ = scan_checkpoints(
-        lambda s, w: s * w + 1, outputs_info=[at.as_tensor(np.float64(0.5))], non_sequences=[w], n_steps=12, save_every_N=every
+        lambda s, w: s * w + 1,
+        outputs_info=[at.as_tensor(np.float64(0.5))],
+        non_sequences=[w],
+        n_steps=12,
+        save_every_N=every,
     )
     outputs = [ys[-1], aesara.grad(ys[-1], w)]
     assert_matches_reference([w], outputs, 0.9)
@@ -131,7 +141,9 @@ def test_scan_checkpoints_value_and_gradient(every):
 
 def test_sequence_shorter_than_a_traced_step_count_raises():
     x, seq = at.dvector("x"), at.dvector("seq")
-    ys, _ = aesara.scan(lambda a, s: s + a, sequences=[seq], outputs_info=[at.as_tensor(np.float64(0.0))], n_steps=_steps_from_data(x))
+    ys, _ = aesara.scan(
+        lambda a, s: s + a, sequences=[seq], outputs_info=[at.as_tensor(np.float64(0.0))], n_steps=_steps_from_data(x)
+    )
     reference, ours = compile_both([x, seq], ys[-1])
     np.testing.assert_allclose(ours(np.ones(2), np.arange(3.0)), 1.0)
     with pytest.raises(ValueError):

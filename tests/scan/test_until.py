@@ -33,7 +33,8 @@ def test_final_value_stays_in_one_program():
 
 @pytest.mark.kind("until")
 @pytest.mark.parametrize(
-    "use", [lambda o: o, lambda o: o.sum(), lambda o: [o[-1], o.shape[0]], lambda o: [o, o * 2]],
+    "use",
+    [lambda o: o, lambda o: o.sum(), lambda o: [o[-1], o.shape[0]], lambda o: [o, o * 2]],
     ids=["trace", "trace.sum()", "last and length", "trace feeds more work"],
 )
 def test_trace_has_the_run_time_length(use):
@@ -73,7 +74,11 @@ def test_split_programs_are_reused_per_length():
 @pytest.mark.kind("until")
 @pytest.mark.parametrize(
     "use",
-    [lambda o: at.zeros(o.shape[0]) + o, lambda o: at.arange(o.shape[0]) * o, lambda o: at.ones((o.shape[0], 2)).sum(0)],
+    [
+        lambda o: at.zeros(o.shape[0]) + o,
+        lambda o: at.arange(o.shape[0]) * o,
+        lambda o: at.ones((o.shape[0], 2)).sum(0),
+    ],
     ids=["zeros(len)+trace", "arange(len)*trace", "ones((len, 2))"],
 )
 def test_arrays_sized_by_the_run_time_length(use):
