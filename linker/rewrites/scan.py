@@ -96,8 +96,25 @@ def initial_rows(buffer: Variable, width: int) -> Variable:
     return buffer[:width]
 
 
+def _recurrent_sots(op: Scan, layout: ScanLayout) -> list[bool]:
+    """For each mit-sot/sit-sot, whether its step's value depends on a state the loop carries.
+
+    A value that does not (``{shared: u + 4}`` of a sequence ``u``) may be
+    computed for all steps at once: Aesara's ``scan_pushout_seqs_ops`` then
+    writes it into the buffer past its initial rows, which needs the buffer's
+    full length.
+    """
+    _, mit_mot_taps, sot_taps, shared, _ = layout.inner_inputs(op.inner_inputs)
+    states = set(mit_mot_taps + sot_taps + shared)
+    sots = layout.inner_outputs(op.inner_outputs)[1]
+    return [any(var in states for var in ancestors([out])) for out in sots]
+
+
 class ScanKeepLast(NodeRewriter):
     """Shrink the buffers of a Scan's outputs of which only the last row is used.
+
+    Only the outputs whose step reads a carried state (`_recurrent_sots`) are
+    shrunk; the others keep their full buffer for Aesara's push-out.
 
     A class rather than a decorated function so that compiled functions and
     the mode pickle (a decorated function is not importable by its name).
@@ -112,10 +129,11 @@ class ScanKeepLast(NodeRewriter):
         layout = ScanLayout.of(node.op)
         inputs = list(node.inputs)
         shrunk: dict[int, tuple[list[LastRowRead], int]] = {}
+        recurrent = _recurrent_sots(node.op, layout)
         for k, width in enumerate(layout.sot_windows()):
             out = layout.sot_output_index(k)
             reads = last_row_reads(fgraph, node.outputs[out])
-            if reads is not None:
+            if reads is not None and recurrent[k]:
                 position = layout.sot_input_index(k)
                 inputs[position] = initial_rows(inputs[position], width)
                 shrunk[out] = (reads, width)
