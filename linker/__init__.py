@@ -23,6 +23,7 @@ from aejax.linker.errors import (
 )
 from aejax.linker.export import JaxGraph, jaxify
 from aejax.linker.mode import MODE_NAME, AejaxMode, mode, use_for_aesara_jax_mode
+from aejax.linker.program.host_node import HostNodeWarning
 from aejax.linker.program.static_inputs import RecompileWarning, ShapeInputWarning, StaticInputProgram
 from aejax.linker.rewrites import JAX_REWRITES, ScanKeepLast
 
@@ -38,6 +39,7 @@ __all__ = [
     "InputValueError",
     "InvalidValueError",
     "JAXCodecLinker",
+    "HostNodeWarning",
     "JaxGraph",
     "LoweringError",
     "NodeTypeError",

@@ -1,4 +1,9 @@
-"""Sorting, which Aesara 2.9.4's JAX backend does not lower."""
+"""Sorting and unique values, which Aesara 2.9.4's JAX backend does not lower (its `Unique` fails).
+
+How many unique values an array has depends on its values: `Unique` of a
+traced array raises `NotStaticError`, on which aejax runs the node on the host
+between two programs (`aejax.linker.program.host_node`).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,12 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
+from aesara.tensor.extra_ops import Unique
 from aesara.tensor.sort import ArgSortOp, SortOp
 
 from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.errors import NotStaticError
+from aejax.linker.lengths.concrete import is_traced
 
 
 def _axis(axis: Any) -> int | None:
@@ -30,3 +38,22 @@ def _argsort(op: ArgSortOp, **kwargs: Any) -> Callable[..., Any]:
         return jnp.argsort(x, axis=_axis(axis), stable=True)
 
     return argsort
+
+
+@jax_funcify.register(Unique)
+def _unique(op: Unique, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    def unique(x: Any) -> Any:
+        if is_traced(x):
+            raise NotStaticError(
+                f"the unique values of {node} depend on its input's values, which must be known while tracing"
+            )
+        found = np.unique(
+            x,
+            return_index=op.return_index,
+            return_inverse=op.return_inverse,
+            return_counts=op.return_counts,
+            axis=op.axis,
+        )
+        return found
+
+    return unique

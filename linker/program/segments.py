@@ -21,8 +21,8 @@ length (`MaskGroups`), so nodes there may still combine them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import jax.numpy as jnp
@@ -31,6 +31,7 @@ from aesara.graph.basic import Apply, Constant, Variable
 
 from aejax.linker.errors import LoweringError
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, trimmed
+from aejax.linker.program.host_node import HostNode, runs_on_host
 from aejax.linker.program.packing import PackedResults, packed, unpacked
 from aejax.linker.program.static_inputs import Shortcut, StaticInputProgram
 from aejax.linker.trace.lowering import LoweredGraph, Step, lookup
@@ -61,10 +62,18 @@ class Segment:
 
 @dataclass(frozen=True)
 class Plan:
-    """Where the graph is split, which values enter cut to their exact length, and the segments."""
+    """Where the graph is split, which values enter cut to their exact length, and the segments.
+
+    ``split_before`` holds nodes whose output shape depends on values a program
+    computes: each starts a program of its own, where those values are inputs
+    that may be made static; ``host_nodes`` those for which that did not help,
+    run on the host between two programs (`HostNode`).
+    """
 
     split_after: frozenset[Apply] = frozenset()
     exact: frozenset[Variable] = frozenset()
+    split_before: frozenset[Apply] = frozenset()
+    host_nodes: frozenset[Apply] = frozenset()
     segments: list[Segment] = field(default_factory=list)
 
 
@@ -117,7 +126,8 @@ class GraphProgram:
         self._ragged_outputs = False  # set while tracing: some output may be of run-time length
         self._mask_groups = MaskGroups()
         self._cache_size: int | None = None
-        self.plan = Plan(segments=self._segments(frozenset(), frozenset()))
+        self._nodes = frozenset(node for node, _ in self.steps)
+        self.plan = self._planned(Plan())
 
     @property
     def cache_size(self) -> int:
@@ -153,42 +163,71 @@ class GraphProgram:
                     return tuple(map(on_host, results)) if self._ragged_outputs else results
                 return self._run_segments(plan, args)
             except NeedsSplit as split:
-                self._split(plan, split)
+                self._replan(plan, self._split, split)
+            except LoweringError as error:
+                if not self._shapes_from_values(error):
+                    raise
+                self._replan(plan, self._isolate, error)
 
-    def _split(self, plan: Plan, split: NeedsSplit) -> None:
+    def _replan(self, plan: Plan, change: Callable[[Plan, Any], Plan], why: Exception) -> None:
         with self._lock:
-            if self.plan is not plan:
-                return  # another thread changed the plan meanwhile
-            node = split.node
-            if node not in plan.split_after:
-                split_after, exact = plan.split_after | {node}, plan.exact
-            elif not set(node.outputs) <= plan.exact:
-                split_after, exact = plan.split_after, plan.exact | self._mask_groups.grouped_with(node.outputs)
-            else:
-                raise LoweringError(f"splitting after node {node} did not help", node=node) from split
-            self.plan = Plan(split_after, exact, self._segments(split_after, exact))
+            if self.plan is plan:  # else another thread changed the plan meanwhile
+                self.plan = self._planned(change(plan, why))
+
+    def _planned(self, plan: Plan) -> Plan:
+        return replace(plan, segments=self._segments(plan))
+
+    def _split(self, plan: Plan, split: NeedsSplit) -> Plan:
+        node = split.node
+        if node not in plan.split_after:
+            return replace(plan, split_after=plan.split_after | {node})
+        if not set(node.outputs) <= plan.exact:
+            return replace(plan, exact=plan.exact | self._mask_groups.grouped_with(node.outputs))
+        raise LoweringError(
+            f"splitting the program after node {node} did not make its value of run-time length traceable; "
+            "compute what depends on it with another mode, or report the graph",
+            node=node,
+        ) from split
+
+    def _shapes_from_values(self, error: LoweringError) -> bool:
+        """Whether ``error`` is a node of this graph whose output shape needs values a program computes."""
+        return error.needs_static and error.node in self._nodes
+
+    def _isolate(self, plan: Plan, error: LoweringError) -> Plan:
+        node = error.node
+        if node not in plan.split_before:
+            return replace(plan, split_before=plan.split_before | {node})
+        if node not in plan.host_nodes and runs_on_host(node):
+            return replace(plan, host_nodes=plan.host_nodes | {node})
+        raise error
 
     def _run_segments(self, plan: Plan, args: tuple[Any, ...]) -> tuple[Any, ...]:
         env = {var: self._entry_of[var].enter(arg) for var, arg in zip(self.inputs, args)}
         for segment in plan.segments:
-            results = segment.program(*[lookup(env, v) for v in segment.inputs])
+            values = [lookup(env, v) for v in segment.inputs]
+            if isinstance(segment.program, HostNode):
+                values = [on_host(value) for value in values]
+            results = segment.program(*values)
             env.update(
                 (v, (on_host(r) if v in plan.exact else bucketed(r)) if isinstance(r, RUN_TIME_LENGTH) else r)
                 for v, r in zip(segment.outputs, results)
             )
         return tuple(exit.leave(on_host(lookup(env, v))) for exit, v in zip(self.output_cells, self.outputs))
 
-    def _segments(self, split_after: frozenset[Apply], exact: frozenset[Variable]) -> list[Segment]:
+    def _segments(self, plan: Plan) -> list[Segment]:
         groups: list[list[Step]] = [[]]
         for step in self.steps:
+            node = step[0]
+            if node in plan.split_before or node in plan.host_nodes:
+                groups.append([])
             groups[-1].append(step)
-            if step[0] in split_after:
+            if node in plan.split_after or node in plan.host_nodes:
                 groups.append([])
         groups = [g for g in groups if g] or [[]]
-        if len(groups) == 1:
+        if len(groups) == 1 and not plan.host_nodes:
             segments = [self._whole_graph(groups[0])]
         else:
-            segments = [self._segment(i, groups, exact) for i in range(len(groups))]
+            segments = [self._segment(i, groups, plan) for i in range(len(groups))]
         if self._cache_size is not None:
             for segment in segments:
                 segment.program.cache_size = self._cache_size
@@ -209,13 +248,15 @@ class GraphProgram:
 
         return Segment(self.inputs, self.outputs, StaticInputProgram(self.inputs, boundary_fn))
 
-    def _segment(self, index: int, groups: list[list[Step]], exact: frozenset[Variable]) -> Segment:
+    def _segment(self, index: int, groups: list[list[Step]], plan: Plan) -> Segment:
         steps = groups[index]
         made = {out for node, _ in steps for out in node.outputs}
         later = {v for group in groups[index + 1 :] for node, _ in group for v in node.inputs}
         needed = _unique(v for node, _ in steps for v in node.inputs)
         inputs = [v for v in needed if v not in made and not isinstance(v, Constant)]
         outputs = [v for v in _unique(o for node, _ in steps for o in node.outputs) if v in later or v in self.outputs]
+        if steps[0][0] in plan.host_nodes:
+            return Segment(inputs, outputs, HostNode(steps[0][0], inputs, outputs))
         inner = LoweredGraph(inputs, outputs, steps)
         groups = self._mask_groups
 

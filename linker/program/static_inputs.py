@@ -45,6 +45,35 @@ def is_integer_scalar(var: Variable) -> bool:
     return np.dtype(var.type.dtype).kind in "iu"
 
 
+MAX_STATIC_LENGTH = 32
+"""The longest integer vector an input may be to be made static (a size such as ``normal(size=s)``)."""
+
+
+def may_be_static(var: Variable) -> bool:
+    """Whether ``var`` may be made a static input: an integer or boolean scalar, or a short integer vector.
+
+    A vector qualifies when its length is fixed by its type (at most
+    `MAX_STATIC_LENGTH`), so that its values can key a program like a scalar's.
+    """
+    if not isinstance(var.type, (TensorType, ScalarType)) or np.dtype(var.type.dtype).kind not in "iub":
+        return False
+    shape = getattr(var.type, "shape", ())
+    if len(shape) == 0:
+        return True
+    return (
+        len(shape) == 1
+        and shape[0] is not None
+        and shape[0] <= MAX_STATIC_LENGTH
+        and np.dtype(var.type.dtype).kind != "b"
+    )
+
+
+def _static_key(value: Any) -> Any:
+    """A static input's value as a hashable key: a Python scalar, or a tuple for a vector."""
+    array = np.asarray(value)
+    return array.item() if array.ndim == 0 else tuple(array.tolist())
+
+
 class RecompileWarning(UserWarning):
     """A compiled function keeps compiling new programs, more than its cache keeps."""
 
@@ -146,7 +175,7 @@ class StaticInputProgram:
 
     def _program_for(self, discovered: _Discovered, args: tuple[Any, ...]) -> tuple[Any, Callable[..., Any]]:
         statics = discovered.static_positions
-        key = tuple(np.asarray(a).item() if i in statics else _shape_key(a) for i, a in enumerate(args))
+        key = tuple(_static_key(a) if i in statics else _shape_key(a) for i, a in enumerate(args))
         program = self.programs.get(key)
         if program is None:
             program = self.programs.add(key, self._compile(discovered, key))
@@ -186,7 +215,7 @@ class StaticInputProgram:
             new = [
                 inputs.index(var)
                 for var in found
-                if is_integer_scalar(var) and inputs.index(var) not in discovered.static_positions
+                if may_be_static(var) and inputs.index(var) not in discovered.static_positions
             ]
             if not new:
                 return False
