@@ -12,10 +12,11 @@ from aejax.adapters.codec import (
     CodecError,
     CodecLoadError,
     CodecNotFoundError,
+    KeyCodec,
     PayloadError,
     StateCodec,
 )
-from aejax.adapters.keyed import KeyedGenerator, KeyedRandomState
+from aejax.adapters.keyed import HeldKey, KeyedGenerator, KeyedRandomState, held_key_reader
 from aejax.adapters.registry import (
     ENTRY_POINT_GROUP,
     CodecRegistry,
@@ -48,6 +49,8 @@ __all__ = [
     "CodecNotFoundError",
     "CodecRegistry",
     "CodecSpec",
+    "HeldKey",
+    "KeyCodec",
     "KeyPayloadSpec",
     "KeyedGenerator",
     "KeyedRandomState",
@@ -61,6 +64,7 @@ __all__ = [
     "StateCodec",
     "codec_for",
     "default_registry",
+    "held_key_reader",
     "parse_rng_state",
     "published_codecs",
     "refresh_codecs",

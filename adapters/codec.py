@@ -1,4 +1,4 @@
-"""The `StateCodec` protocol and the errors of the codec layer.
+"""The `StateCodec` and `KeyCodec` protocols and the errors of the codec layer.
 
 A *state codec* converts the values of one Aesara `Type` between the host
 representation Aesara stores in its containers (numpy arrays, numpy random
@@ -107,3 +107,27 @@ class StateCodec(Protocol):
 
     def payload_spec(self, type: Type) -> PayloadSpec:
         """Describe the backend value of ``type`` (shape and dtype) for loop carries."""
+
+
+@runtime_checkable
+class KeyCodec(StateCodec, Protocol):
+    """A `StateCodec` whose backend value is a typed PRNG key (its `payload_spec` a `KeyPayloadSpec`).
+
+    A linker passes such a state across its jit boundary as the key's raw data
+    (an unsigned 32-bit array of the spec's ``key_data_shape``, what
+    ``jax.random.key_data`` returns) and wraps it into a key inside the traced
+    function, so it asks the codec for that data directly. A codec that only
+    implements `StateCodec` is adapted to this protocol through its `encode`
+    and `decode` (`aejax.adapters.jax.as_key_codec`).
+    """
+
+    def encode_words(self, host_value: Any, type: Type) -> Any:
+        """The raw key data of a host value (a numpy array, or a JAX array the codec kept)."""
+
+    def decode_words(self, words: Any, type: Type, into: Any = None) -> Any:
+        """A host value holding the key whose raw data is ``words``.
+
+        ``into`` is the variable's previous host value: the codec may set the
+        key into it and return it (advancing a shared generator in place), or
+        leave it alone.
+        """

@@ -48,7 +48,7 @@ import jax
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
-from aejax.adapters.codec import CodecError, PayloadError
+from aejax.adapters.codec import CodecError, KeyCodec, PayloadError, StateCodec
 from aejax.adapters.keyed import KeyedGenerator, KeyedRandomState, held_key, hold_key, settled_key
 from aejax.adapters.schemas import (
     ArrayPayloadSpec,
@@ -295,6 +295,41 @@ class PRNGKeyCodec:
             digest_size=4 * self.key_words,
         ).digest()
         return np.frombuffer(digest, dtype="<u4").astype(np.uint32)
+
+
+class _KeyDataOf:
+    """A `StateCodec` of typed keys as a `KeyCodec`: the raw key data through its `encode` and `decode`."""
+
+    def __init__(self, codec: StateCodec, impl: str) -> None:
+        self.codec = codec
+        self.spec = codec.spec
+        self.impl = impl
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.codec!r})"
+
+    def encode(self, host_value: Any, type: Any) -> Any:
+        return self.codec.encode(host_value, type)
+
+    def decode(self, backend_value: Any, type: Any) -> Any:
+        return self.codec.decode(backend_value, type)
+
+    def validate(self, backend_value: Any, type: Any) -> None:
+        self.codec.validate(backend_value, type)
+
+    def payload_spec(self, type: Any) -> KeyPayloadSpec:
+        return self.codec.payload_spec(type)
+
+    def encode_words(self, host_value: Any, type: Any) -> Any:
+        return jax.random.key_data(self.codec.encode(host_value, type))
+
+    def decode_words(self, words: Any, type: Any, into: Any = None) -> Any:
+        return self.codec.decode(jax.random.wrap_key_data(words, impl=self.impl), type)
+
+
+def as_key_codec(codec: StateCodec, spec: KeyPayloadSpec) -> KeyCodec:
+    """``codec``, whose payload is a key described by ``spec``, as a `KeyCodec` (adapted if it is not one)."""
+    return codec if isinstance(codec, KeyCodec) else _KeyDataOf(codec, spec.impl)
 
 
 class _Unseeded(ISeedSequence):

@@ -27,7 +27,7 @@ from aesara.compile.function.types import Function
 from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from aesara.tensor.type import TensorType
 
-from aejax.adapters.keyed import HeldKey, held_key_reader
+from aejax.adapters import HeldKey, held_key_reader
 from aejax.linker.call.linker import BoundaryValue, HostCall, KeyBoundaryValue
 from aejax.linker.program.packing import unpacked
 from aejax.linker.program.static_inputs import Shortcut

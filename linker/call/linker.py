@@ -17,7 +17,8 @@ from aesara.graph.basic import Variable
 from aesara.link.basic import JITLinker
 from aesara.tensor.type import TensorType
 
-from aejax.adapters import CodecError, KeyPayloadSpec, StateCodec, codec_for
+from aejax.adapters import CodecError, KeyCodec, KeyPayloadSpec, StateCodec, codec_for
+from aejax.adapters.jax import as_key_codec
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, variable_name
 from aejax.linker.program.segments import GraphProgram
@@ -107,12 +108,12 @@ class KeyBoundaryValue(BoundaryValue):
 
     reuses_previous = True
 
-    def __init__(self, variable: Variable, codec: StateCodec, storage: list[Any], impl: str) -> None:
+    def __init__(self, variable: Variable, codec: KeyCodec, storage: list[Any], impl: str) -> None:
         super().__init__(variable, codec, storage)
         self.impl = impl
         self.passes_through = False
-        self._encode = codec.encode_words  # type: ignore[attr-defined]
-        self._decode = codec.decode_words  # type: ignore[attr-defined]
+        self._encode = codec.encode_words
+        self._decode = codec.decode_words
 
     def decode_into(self, value: Any, previous: Any) -> Any:
         """The advanced state, set into ``previous`` when it is a generator of the codec's own kind.
@@ -145,7 +146,7 @@ def boundary(variables: list[Variable], storage_map: dict[Variable, list[Any]]) 
         codec = codec_for(BACKEND, var.type)
         spec = codec.payload_spec(var.type)
         if isinstance(spec, KeyPayloadSpec):
-            cells.append(KeyBoundaryValue(var, codec, storage_map[var], spec.impl))
+            cells.append(KeyBoundaryValue(var, as_key_codec(codec, spec), storage_map[var], spec.impl))
         else:
             cells.append(BoundaryValue(var, codec, storage_map[var]))
     return cells
