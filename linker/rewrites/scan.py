@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import aesara.tensor as at
-from aesara.graph.basic import Variable, ancestors
+from aesara.graph.basic import Constant, Variable, ancestors, io_toposort
 from aesara.graph.fg import FunctionGraph
 from aesara.graph.rewriting.basic import NodeRewriter, SequentialGraphRewriter, in2out
 from aesara.raise_op import CheckAndRaise
@@ -32,6 +32,7 @@ from aesara.tensor.shape import Shape, Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor, get_constant_idx
 
 from aejax.linker.graph.scan_layout import ScanLayout
+from aejax.linker.rewrites.shape import axis_length
 
 
 def _constant_index(client: Any) -> list[Any] | None:
@@ -86,13 +87,17 @@ def initial_rows(buffer: Variable, width: int) -> Variable:
 
     Aesara builds a buffer as ``set_subtensor(AllocEmpty(n_steps + k)[:k], init)``;
     its first rows are those of ``init``, and the buffer, whose size depends
-    on the number of steps, is not needed.
+    on the number of steps, is not needed. An ``init`` of exactly ``width``
+    rows is taken whole, also when only its ``Unbroadcast`` input says so
+    (``aesara.scan``'s ``unbroadcast(x0[None])``): Aesara's
+    ``local_dimshuffle_subtensor`` fails on ``x0[None][:1][0]``.
     """
     node = buffer.owner
     if node is not None and isinstance(node.op, IncSubtensor) and node.op.set_instead_of_inc:
         target, init = node.inputs[:2]
         if isinstance(getattr(target.owner, "op", None), AllocEmpty):
-            return init if init.type.shape[:1] == (width,) else init[:width]
+            rows = axis_length(init, 0)
+            return init if isinstance(rows, Constant) and rows.data == width else init[:width]
     return buffer[:width]
 
 
@@ -110,11 +115,26 @@ def _recurrent_sots(op: Scan, layout: ScanLayout) -> list[bool]:
     return [any(var in states for var in ancestors([out])) for out in sots]
 
 
+def _nit_sots_read_in_step(op: Scan, layout: ScanLayout) -> list[bool]:
+    """For each nit-sot of a loop of a fixed length, whether other work of the step reads its value.
+
+    Aesara's ``scan_pushout_add`` (which leaves until loops alone) may then
+    push that work out of the loop, and give it the nit-sot's outer output as
+    the value at every step, which needs its full trace.
+    """
+    nit_sots = layout.inner_outputs(op.inner_outputs)[2]
+    if layout.as_while:
+        return [False] * len(nit_sots)
+    read = {var for node in io_toposort(op.inner_inputs, op.inner_outputs) for var in node.inputs}
+    return [out in read for out in nit_sots]
+
+
 class ScanKeepLast(NodeRewriter):
     """Shrink the buffers of a Scan's outputs of which only the last row is used.
 
-    Only the outputs whose step reads a carried state (`_recurrent_sots`) are
-    shrunk; the others keep their full buffer for Aesara's push-out.
+    Only the outputs whose step reads a carried state (`_recurrent_sots`), and
+    the nit-sots no other work of the step reads (`_nit_sots_read_in_step`),
+    are shrunk; the others keep their full buffer for Aesara's push-outs.
 
     A class rather than a decorated function so that compiled functions and
     the mode pickle (a decorated function is not importable by its name).
@@ -137,10 +157,11 @@ class ScanKeepLast(NodeRewriter):
                 position = layout.sot_input_index(k)
                 inputs[position] = initial_rows(inputs[position], width)
                 shrunk[out] = (reads, width)
+        read_in_step = _nit_sots_read_in_step(node.op, layout)
         for k in range(layout.n_nit_sot):
             out = layout.nit_sot_output_index(k)
             reads = last_row_reads(fgraph, node.outputs[out])
-            if reads is not None:
+            if reads is not None and not read_in_step[k]:
                 position = layout.nit_sot_input_index(k)
                 inputs[position] = at.as_tensor_variable(1, dtype=node.inputs[position].dtype)
                 shrunk[out] = (reads, 0)

@@ -9,6 +9,7 @@ import pytest
 from aesara.tensor.random.utils import RandomStream
 
 import aejax.linker
+from tests.reference import REFERENCE
 
 CTORS = [np.random.RandomState, np.random.default_rng]
 
@@ -133,3 +134,20 @@ def test_until_loop_with_draws_stops_on_a_random_condition():
         lengths.append(len(trace))
     assert 15 < np.mean(lengths) < 27
     assert len(set(lengths)) > 1
+
+
+@pytest.mark.kind("random")
+@pytest.mark.parametrize("empty", [False, True], ids=["as_tensor([s1, s2])", "empty"])
+def test_draws_of_a_size_given_to_the_scan_as_a_vector(empty):
+    """Aesara's ``test_inner_get_vector_length``: each step draws of size ``as_tensor([s1, s2])``, a non-sequence
+    given as the function's input, or of an empty size; the noise is drawn before the loop."""
+    size = at.as_tensor([], "int64") if empty else at.as_tensor(at.lscalars("s1", "s2"))
+    inputs, args = ([], ()) if empty else ([size], (np.array([1, 2]),))
+    srng = RandomStream(seed=3)
+    draws, _ = aesara.scan(lambda size: srng.normal(0, 1, size=size), non_sequences=[size], n_steps=10, strict=True)
+    with aesara.config.change_flags(on_opt_error="raise", on_shape_error="raise"):
+        expected = aesara.function(inputs, [draws.shape, draws], mode=REFERENCE)(*args)
+        got = aesara.function(inputs, [draws.shape, draws], mode=aejax.linker.mode)(*args)
+    np.testing.assert_array_equal(got[0], expected[0])
+    assert got[1].shape == expected[1].shape and got[1].dtype == expected[1].dtype
+    assert len(set(got[1].ravel().tolist())) == got[1].size
