@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from aesara.tensor.basic import Choose, Default, Nonzero, PermuteRowElements, Split
-from aesara.tensor.extra_ops import CpuContiguous, SearchsortedOp
+from aesara.tensor.extra_ops import CpuContiguous, FillDiagonal, FillDiagonalOffset, SearchsortedOp
 from aesara.tensor.math import Convolve
 from aesara.tensor.sort import TopKOp
 
@@ -107,8 +107,55 @@ def _choose(op: Choose, **kwargs: Any) -> Callable[..., Any]:
 
 @jax_funcify.register(Default)
 def _default(op: Default, **kwargs: Any) -> Callable[..., Any]:
-    # A JAX value is never None, so the default is never taken.
-    return lambda x, default: x
+    """``x``, or ``default`` where ``x`` is ``None``: an input given as ``None`` reaches the program as
+    ``None`` (jit takes it as an empty pytree), so the program traced for it takes the default."""
+
+    def default_(x: Any, default: Any) -> Any:
+        return default if x is None else x
+
+    return default_
+
+
+@jax_funcify.register(FillDiagonal)
+def _fill_diagonal(op: FillDiagonal, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    """``a`` with ``val`` at ``a[i, i, ..., i]``, as numpy's ``fill_diagonal`` (a matrix may be rectangular).
+
+    Aesara's lowering fills ``a[..., i, i]``, every matrix of a tensor.
+    """
+
+    def fill_diagonal(a: Any, val: Any) -> Any:
+        a = jnp.asarray(a)
+        if a.ndim > 2 and len(set(a.shape)) > 1:
+            raise InvalidValueError(
+                f"node {node}: the diagonal of a {a.ndim}-d tensor is only defined when all its axes have one "
+                f"length, not shape {a.shape} (numpy's fill_diagonal raises the same)"
+            )
+        diagonal = jnp.arange(min(a.shape))
+        return a.at[(diagonal,) * a.ndim].set(val)
+
+    return fill_diagonal
+
+
+@jax_funcify.register(FillDiagonalOffset)
+def _fill_diagonal_offset(op: FillDiagonalOffset, **kwargs: Any) -> Callable[..., Any]:
+    """Matrix ``a`` with ``val`` on its diagonal ``column - row == offset`` (``offset`` may be traced).
+
+    Written, as Aesara's ``perform`` writes it, as a slice of ``a.flat``, with
+    its quirk: for an offset past a tall matrix's width the slice's end is
+    negative and counts from the end, so it writes entries of later rows.
+    """
+
+    def fill_diagonal_offset(a: Any, val: Any, offset: Any) -> Any:
+        height, width = jnp.shape(a)
+        start = jnp.where(offset >= 0, offset, -offset * width)
+        steps = jnp.minimum(min(height, width), jnp.where(offset >= 0, width - offset, height + offset))
+        end = start + (width + 1) * steps
+        end = jnp.where(end < 0, end + height * width, end)
+        flat = jnp.arange(height * width).reshape(height, width)
+        on_slice = (flat >= start) & (flat < end) & ((flat - start) % (width + 1) == 0)
+        return jnp.where(on_slice, jnp.asarray(val, jnp.result_type(a)), a)
+
+    return fill_diagonal_offset
 
 
 @jax_funcify.register(CpuContiguous)

@@ -1,24 +1,38 @@
-"""Linear algebra Ops of `aesara.tensor.{math,nlinalg,slinalg}` that Aesara's JAX backend lacks."""
+"""Linear algebra Ops of `aesara.tensor.{math,nlinalg,slinalg}` that Aesara's JAX backend lacks or gets wrong.
+
+Where the reference raises ``LinAlgError`` (a singular matrix, one that is
+not positive definite) or scipy's ``ValueError`` for an input that is not
+finite, JAX returns infinities or nans; the lowerings here check the
+factorization they compute, and the call fails after it with the
+reference's exception (`aejax.linker.checks.require`).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+import numpy as np
 from aesara.tensor.math import MatMul
-from aesara.tensor.nlinalg import Inv, Lstsq, MatrixPinv, TensorInv, TensorSolve
+from aesara.tensor.nlinalg import Inv, Lstsq, MatrixInverse, MatrixPinv, TensorInv, TensorSolve
 from aesara.tensor.slinalg import (
     BilinearSolveDiscreteLyapunov,
+    Cholesky,
     CholeskySolve,
     Eigvalsh,
     Expm,
+    Solve,
     SolveContinuousLyapunov,
+    SolveTriangular,
 )
 
+from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import LoweringError
+from aejax.linker.lengths.ragged import Ragged
 
 
 @jax_funcify.register(MatMul)
@@ -31,9 +45,50 @@ def _matmul(op: MatMul, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     return matmul
 
 
+def inexact(*arrays: Any) -> list[Any]:
+    """``arrays`` as JAX arrays of their common float (or complex) dtype: integers are solved in float64."""
+    dtype = jnp.result_type(*(jnp.asarray(a).dtype for a in arrays), float)
+    return [jnp.asarray(a, dtype) for a in arrays]
+
+
+def require_finite(node: Any, *arrays: Any) -> None:
+    """Fail the call with `ValueError` if one of ``arrays`` holds an infinity or nan, as scipy's ``check_finite``."""
+    require(
+        jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in arrays])),
+        ValueError,
+        f"node {node}: an input holds an infinity or nan (array must not contain infs or NaNs)",
+        f"node {node}",
+    )
+
+
+def require_nonsingular(factors: Any, node: Any) -> None:
+    """Fail the call with ``LinAlgError`` if an LU factorization has a zero pivot, as LAPACK's ``getrf`` reports."""
+    require(
+        jnp.all(jnp.diagonal(factors, axis1=-2, axis2=-1) != 0),
+        np.linalg.LinAlgError,
+        f"node {node}: the matrix is singular (its LU factorization has a zero pivot)",
+        f"node {node}",
+    )
+
+
+def checked_lu(a: Any, node: Any) -> tuple[Any, Any]:
+    """``lu_factor(a)``, ``node``'s call failing with ``LinAlgError`` if ``a`` is singular."""
+    factors, pivots = jsl.lu_factor(a)
+    require_nonsingular(factors, node)
+    return factors, pivots
+
+
+def inverse(a: Any, node: Any) -> Any:
+    """The inverse of the square matrices ``a`` (``jnp.linalg.inv``'s values), ``LinAlgError`` if one is singular."""
+    (a,) = inexact(a)
+    identity = jnp.broadcast_to(jnp.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    return jsl.lu_solve(checked_lu(a, node), identity)
+
+
 @jax_funcify.register(Inv)
-def _inv(op: Inv, **kwargs: Any) -> Callable[..., Any]:
-    return jnp.linalg.inv
+@jax_funcify.register(MatrixInverse)
+def _inv(op: Inv | MatrixInverse, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    return lambda x: inverse(x, node)
 
 
 @jax_funcify.register(MatrixPinv)
@@ -42,26 +97,150 @@ def _pinv(op: MatrixPinv, **kwargs: Any) -> Callable[..., Any]:
 
 
 @jax_funcify.register(TensorInv)
-def _tensor_inv(op: TensorInv, **kwargs: Any) -> Callable[..., Any]:
-    return lambda a: jnp.linalg.tensorinv(a, op.ind)
+def _tensor_inv(op: TensorInv, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    """numpy's ``tensorinv``: the inverse of ``a`` read as a matrix of its first ``ind`` axes by the others."""
+
+    def tensor_inv(a: Any) -> Any:
+        rows, columns = a.shape[: op.ind], a.shape[op.ind :]
+        return inverse(a.reshape(math.prod(rows), math.prod(columns)), node).reshape(columns + rows)
+
+    return tensor_inv
 
 
 @jax_funcify.register(TensorSolve)
-def _tensor_solve(op: TensorSolve, **kwargs: Any) -> Callable[..., Any]:
-    return lambda a, b: jnp.linalg.tensorsolve(a, b, op.axes)
+def _tensor_solve(op: TensorSolve, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    """numpy's ``tensorsolve``: ``x`` with ``tensordot(a, x, x.ndim) == b``, the ``axes`` of ``a`` moved last."""
+
+    def tensor_solve(a: Any, b: Any) -> Any:
+        a, b = inexact(a, b)
+        if op.axes is not None:
+            moved = [k % a.ndim for k in op.axes]
+            a = jnp.transpose(a, [k for k in range(a.ndim) if k not in moved] + moved)
+        shape = a.shape[b.ndim :]
+        system = a.reshape(-1, math.prod(shape))
+        return jsl.lu_solve(checked_lu(system, node), b.ravel()).reshape(shape)
+
+    return tensor_solve
 
 
 @jax_funcify.register(Lstsq)
 def _lstsq(op: Lstsq, **kwargs: Any) -> Callable[..., Any]:
+    """numpy's ``lstsq`` (LAPACK's ``gelsd``): the solution, residuals, rank and singular values.
+
+    Singular values up to ``rcond`` times the largest count as zero; an
+    ``rcond`` outside (0, 1) stands for the machine precision, as LAPACK
+    reads it (JAX's ``lstsq`` takes ``rcond=1`` as given, and so drops all
+    but the largest). Integer systems are solved in float64.
+    """
+
     def lstsq(a: Any, b: Any, rcond: Any) -> tuple[Any, ...]:
-        return tuple(jnp.linalg.lstsq(a, b, rcond))
+        a, b = inexact(a, b)
+        u, s, vt = jnp.linalg.svd(a, full_matrices=False)
+        precision = jnp.finfo(s.dtype).eps / 2  # LAPACK's machine precision: the unit roundoff
+        rcond = jnp.where((rcond <= 0) | (rcond >= 1), precision, rcond)
+        kept = s > rcond * jnp.max(s, initial=0)
+        reciprocal = jnp.where(kept, 1 / jnp.where(kept, s, 1), 0)
+        columns = b if b.ndim == 2 else b[:, None]
+        x = vt.conj().T @ (reciprocal[:, None] * (u.conj().T @ columns))
+        rank = jnp.sum(kept)
+        return x if b.ndim == 2 else x[:, 0], _lstsq_residuals(a, columns, x, rank), rank, s
 
     return lstsq
 
 
+def _lstsq_residuals(a: Any, b: Any, x: Any, rank: Any) -> Any:
+    """numpy's residuals of ``a @ x = b`` (``b`` a matrix of columns): the squared norm of each column's
+    error for a tall system of full rank, else none; a `Ragged` vector when only the rank tells which."""
+    rows, columns = a.shape
+    if rows <= columns:
+        return jnp.zeros((0,), jnp.finfo(a.dtype).dtype)
+    errors = jnp.sum(jnp.abs(b - a @ x) ** 2, axis=0)
+    return Ragged(errors, jnp.where(rank == columns, errors.shape[0], 0))
+
+
+@jax_funcify.register(Cholesky)
+def _cholesky(op: Cholesky, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    """scipy's ``cholesky``, from the triangle ``lower`` names: ``LinAlgError`` after the call if the matrix is not
+    positive definite (JAX returns nans), or all nans with ``on_error="nan"``; ``ValueError`` for a nan input."""
+
+    def cholesky(a: Any) -> Any:
+        require_finite(node, a)
+        factor = jsl.cholesky(a, lower=op.lower)
+        failed = jnp.any(jnp.isnan(factor))
+        if op.on_error == "nan":
+            return jnp.where(failed, jnp.nan, factor)
+        require(
+            ~failed,
+            np.linalg.LinAlgError,
+            f"node {node}: the matrix is not positive definite (a leading minor is not positive)",
+            f"node {node}",
+        )
+        return factor
+
+    return cholesky
+
+
+def _read_as(a: Any, assume_a: str, lower: bool) -> Any:
+    """The matrix scipy's ``solve`` reads from ``a``: a symmetric (hermitian) one only from the triangle ``lower``
+    names, mirrored; any other as it is."""
+    if assume_a not in ("sym", "her"):
+        return a
+    triangle, strict = (jnp.tril(a), jnp.tril(a, -1)) if lower else (jnp.triu(a), jnp.triu(a, 1))
+    mirrored = strict.conj() if assume_a == "her" else strict
+    return triangle + jnp.swapaxes(mirrored, -1, -2)
+
+
+@jax_funcify.register(Solve)
+def _solve(op: Solve, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    """scipy's ``solve``: LU for ``assume_a`` "gen", "sym" and "her" (of the triangle scipy reads), Cholesky for
+    "pos"; ``LinAlgError`` after the call for a singular matrix (or one not positive definite, for "pos").
+
+    Aesara's lowering solves every structure with LU of the whole matrix.
+    """
+    not_positive = f"node {node}: the matrix is not positive definite, as assume_a='pos' says (Matrix is singular.)"
+
+    def solve(a: Any, b: Any) -> Any:
+        a, b = inexact(a, b)
+        if op.check_finite:
+            require_finite(node, a, b)
+        if op.assume_a != "pos":
+            return jsl.lu_solve(checked_lu(_read_as(a, op.assume_a, op.lower), node), b)
+        factor = jsl.cholesky(a, lower=op.lower)
+        require(~jnp.any(jnp.isnan(factor)), np.linalg.LinAlgError, not_positive, f"node {node}")
+        return jsl.cho_solve((factor, op.lower), b)
+
+    return solve
+
+
+@jax_funcify.register(SolveTriangular)
+def _solve_triangular(op: SolveTriangular, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    """scipy's ``solve_triangular``: ``LinAlgError`` after the call for a zero on the diagonal (unless it is taken
+    as ones)."""
+
+    def solve_triangular(a: Any, b: Any) -> Any:
+        a, b = inexact(a, b)
+        if op.check_finite:
+            require_finite(node, a, b)
+        if not op.unit_diagonal:
+            require(
+                jnp.all(jnp.diagonal(a) != 0),
+                np.linalg.LinAlgError,
+                f"node {node}: the triangular matrix is singular (a zero on its diagonal)",
+                f"node {node}",
+            )
+        return jsl.solve_triangular(a, b, trans=op.trans, lower=op.lower, unit_diagonal=op.unit_diagonal)
+
+    return solve_triangular
+
+
 @jax_funcify.register(CholeskySolve)
-def _cholesky_solve(op: CholeskySolve, **kwargs: Any) -> Callable[..., Any]:
-    return lambda c, b: jsl.cho_solve((c, op.lower), b)
+def _cholesky_solve(op: CholeskySolve, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    def cholesky_solve(c: Any, b: Any) -> Any:
+        if op.check_finite:
+            require_finite(node, c, b)
+        return jsl.cho_solve((c, op.lower), b)
+
+    return cholesky_solve
 
 
 @jax_funcify.register(Eigvalsh)

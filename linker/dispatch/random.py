@@ -274,10 +274,11 @@ def split_and_sample(sampler: Sampler) -> Draw:
 
 
 def _aesara_sample_fn(sample_fn: Callable[..., tuple[dict[str, Any], Any]]) -> Draw:
-    # Aesara's protocol: sample_fn(rng, size, dtype, *params) -> (rng, sample), the key in rng["jax_state"].
+    # Aesara's protocol: sample_fn(rng, size, dtype, *params) -> (rng, sample), the key in rng["jax_state"];
+    # the sample may be any array-like (a Python number too), taken as an array of the variable's dtype.
     def draw(key: Any, shape: tuple[int, ...], dtype: np.dtype, *params: Any) -> tuple[Any, Any]:
         rng, sample = sample_fn({"jax_state": key}, shape, dtype, *params)
-        return rng["jax_state"], sample
+        return rng["jax_state"], jnp.asarray(sample, dtype)
 
     return draw
 

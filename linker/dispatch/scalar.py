@@ -98,16 +98,23 @@ def _second(op: Second, **kwargs: Any) -> Callable[..., Any]:
     return second
 
 
+def cast_as_numpy(x: Any, dtype: Any) -> Any:
+    """``x`` cast to ``dtype`` as numpy casts it: a float to a narrow integer keeps the low bits (300.7 -> int8 44).
+
+    numpy truncates to a 64-bit integer first; XLA would saturate.
+    """
+    dtype = jnp.dtype(dtype)
+    x = jnp.asarray(x)
+    if dtype.kind in "iu" and dtype.itemsize < 8 and jnp.issubdtype(x.dtype, jnp.inexact):
+        x = jnp.real(x).astype("int64")
+    return x.astype(dtype)
+
+
 @jax_funcify.register(Cast)
 def _cast(op: Cast, **kwargs: Any) -> Callable[..., Any]:
     dtype = jnp.dtype(op.o_type.dtype)
-    narrow_int = dtype.kind in "iu" and dtype.itemsize < 8
 
     def cast(x: Any) -> Any:
-        x = jnp.asarray(x)
-        if narrow_int and jnp.issubdtype(x.dtype, jnp.inexact):
-            # numpy truncates to a 64-bit integer, then keeps the low bits (300.7 -> int8 44); XLA would saturate
-            x = jnp.real(x).astype("int64")
-        return x.astype(dtype)
+        return cast_as_numpy(x, dtype)
 
     return cast

@@ -67,6 +67,8 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
             if isinstance(indices[0], slice):
                 return x.sliced(indices[0])
             return x.row(row_position(x.length, indices[0], node))
+        if isinstance(x, Masked) and _rows_sliced_first(indices):
+            return ragged_subtensor(selected_rows_first(x), indices, node)
         if any(isinstance(v, Masked) for v in (x, *index_values)):
             return masked.gather(selected_rows_first(x), index_values, node)
         check_bounds(jnp.shape(x), indices, node)
@@ -88,6 +90,15 @@ def _indexed_by_arrays_only(node: Any, node_indices_from: int) -> bool:
         return False
     indices = node.inputs[node_indices_from:]
     return all(isinstance(i.type, TensorType) and i.type.dtype in integer_dtypes for i in indices)
+
+
+def _rows_sliced_first(indices: tuple[Any, ...]) -> bool:
+    """Whether ``indices`` slice the rows and keep them first: a leading slice, no `Masked` index, and the
+    array indices after it side by side (numpy moves the axes of array indices apart by a slice to the front)."""
+    if not indices or not isinstance(indices[0], slice) or any(isinstance(i, Masked) for i in indices):
+        return False
+    arrays = [k for k, i in enumerate(indices) if i is not None and not isinstance(i, slice)]
+    return not arrays or arrays[-1] - arrays[0] == len(arrays) - 1
 
 
 def indexable(x: Any, index_values: Sequence[Any]) -> Any:
@@ -159,10 +170,11 @@ def static_slices(indices: tuple[Any, ...]) -> tuple[Any, ...]:
 def ragged_subtensor(x: Ragged, indices: tuple[Any, ...], node: Any) -> Any:
     """Basic indexing of ``node``'s `Ragged` value; a slice of its rows is still ragged."""
     first, rest = indices[0], static_slices(indices[1:])
+    check_bounds(jnp.shape(x.buffer), (slice(None), *rest), node)
     if not isinstance(first, slice):
         return ragged_row(x, first, node)[rest]
     rows = x.sliced(first)
-    return Ragged(rows.buffer[(slice(None), *rest)], rows.length) if rest else rows
+    return Ragged(jnp.asarray(rows.buffer)[(slice(None), *rest)], rows.length) if rest else rows
 
 
 def ragged_row(value: Ragged, row: Any, node: Any) -> Any:
@@ -183,8 +195,12 @@ def row_position(length: Any, row: Any, node: Any) -> Any:
 def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     idx_list = getattr(op, "idx_list", None)
     set_instead_of_inc = op.set_instead_of_inc
+    ignore_duplicates = getattr(op, "ignore_duplicates", False)
+    # x[i] += y read as numpy does (each position once) is written for whole arrays only: index
+    # arrays of run-time length (which may repeat a position) enter it from the host, after a split.
+    whole_arrays_only = ignore_duplicates and not set_instead_of_inc
     by_boolean_mask = isinstance(op, AdvancedIncSubtensor) and _slices_after_a_mask(node, 2) == 0
-    by_arrays = _indexed_by_arrays_only(node, node_indices_from=2)
+    by_arrays = not whole_arrays_only and _indexed_by_arrays_only(node, node_indices_from=2)
 
     def inc_subtensor(x: Any, y: Any, *index_values: Any) -> Any:
         if by_boolean_mask and (is_traced(index_values[0]) or any(isinstance(v, RUN_TIME_LENGTH) for v in (x, y))):
@@ -203,12 +219,27 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
         if idx_list and _rows_with_traced_bounds(indices):  # x[a:b] = y, a or b traced: rows at run-time positions
             return ragged_update(x, y, indices, set_instead_of_inc, node)
         check_bounds(jnp.shape(x), indices, node)
-        target = jnp.asarray(x).at[static_slices(indices)]
-        return target.set(y) if set_instead_of_inc else target.add(y)
+        return updated_at(jnp.asarray(x), static_slices(indices), y, set_instead_of_inc, ignore_duplicates)
 
-    inc_subtensor.accepts_masked = not idx_list  # type: ignore[attr-defined]
+    inc_subtensor.accepts_masked = not idx_list and not whole_arrays_only  # type: ignore[attr-defined]
     inc_subtensor.accepts_ragged = bool(idx_list) or by_arrays or by_boolean_mask  # type: ignore[attr-defined]
     return inc_subtensor
+
+
+def updated_at(x: Any, indices: tuple[Any, ...], y: Any, set_instead_of_inc: bool, ignore_duplicates: bool) -> Any:
+    """``x`` with ``x[indices]`` set to (or incremented by) ``y``.
+
+    An increment adds ``y`` once per index, so a repeated position adds it
+    as often as it repeats (``numpy.add.at``), unless ``ignore_duplicates``:
+    then it is numpy's ``x[indices] += y``, each position written once with
+    its old value plus the value of its last occurrence.
+    """
+    target = x.at[indices]
+    if set_instead_of_inc:
+        return target.set(y)
+    if ignore_duplicates:
+        return target.set((x[indices] + y).astype(x.dtype))
+    return target.add(y)
 
 
 def _rows_with_traced_bounds(indices: tuple[Any, ...]) -> bool:
@@ -253,7 +284,8 @@ def _slices_after_a_mask(node: Any, node_indices_from: int) -> int | None:
     """How many slices follow ``node``'s first index input (at ``node_indices_from``) if it is a boolean mask and
     only slices follow it (``x[mask]``: 0, ``m[mask, 1:]``: 1); ``None`` otherwise."""
     indices = [] if node is None else node.inputs[node_indices_from:]
-    if not indices or indices[0].type.dtype != "bool" or not all(isinstance(i.type, SliceType) for i in indices[1:]):
+    first_is_mask = bool(indices) and getattr(indices[0].type, "dtype", None) == "bool"  # a leading slice has no dtype
+    if not first_is_mask or not all(isinstance(i.type, SliceType) for i in indices[1:]):
         return None
     return len(indices) - 1
 

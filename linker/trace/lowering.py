@@ -64,8 +64,11 @@ def host_value(value: Any, var: Variable) -> Any:
     """``value`` as the numpy value ``var``'s ``perform`` takes.
 
     Arrays are copied: ``perform`` may write to its inputs, and values from
-    constants or JAX callbacks must not change (or are read-only).
+    constants or JAX callbacks must not change (or are read-only). ``None``
+    (an input given as ``None``, which `Default` replaces) stays ``None``.
     """
+    if value is None:
+        return None
     if isinstance(var.type, DenseTensorType):
         return np.array(value, dtype=var.type.dtype)
     if isinstance(var.type, ScalarType):
@@ -113,7 +116,7 @@ def _as_declared(value: Any, var: Variable) -> Any:
     if not isinstance(var.type, (TensorType, ScalarType)):
         return value
     dtype = np.dtype(var.type.dtype)
-    if getattr(value, "dtype", None) == dtype:
+    if hasattr(value, "dtype") and value.dtype == dtype:  # not getattr(..., None): numpy takes None for float64
         return value
     if isinstance(value, (jax.core.Tracer, jax.Array)):
         return value.astype(dtype)

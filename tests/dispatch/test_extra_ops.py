@@ -6,17 +6,18 @@ import aesara
 import aesara.tensor as at
 import numpy as np
 import pytest
+from aesara.compile.io import In
 from aesara.tensor import nlinalg, slinalg
-from aesara.tensor.basic import PermuteRowElements, Tri, choose
+from aesara.tensor.basic import PermuteRowElements, Tri, choose, default
 from aesara.tensor.blas import Dot22, Dot22Scalar, gemm_no_inplace, gemv_no_inplace, ger
-from aesara.tensor.extra_ops import CpuContiguous, searchsorted
+from aesara.tensor.extra_ops import CpuContiguous, fill_diagonal, fill_diagonal_offset, searchsorted
 from aesara.tensor.math import convolve, matmul
 from aesara.tensor.sort import topk_and_argtopk
 from aesara.tensor.type_other import NoneConst
 
 import aejax.linker
-from aejax.linker import HostNodeWarning, ShapeInputWarning
-from tests.reference import assert_matches_reference
+from aejax.linker import CallbackWarning, HostNodeWarning, ShapeInputWarning
+from tests.reference import REFERENCE, assert_matches_reference, assert_raises_like_reference, compile_both
 
 rng = np.random.default_rng(7)
 X = rng.normal(size=(3, 4))
@@ -167,3 +168,48 @@ def test_linalg_op_matches_reference(build):
 def test_lstsq_residuals_for_a_tall_full_rank_system():
     a, b = _m("a"), _m("b")
     assert_matches_reference([a, b], [nlinalg.lstsq(a, b, -1)[1]], X.T, X.T[:, :2], rtol=1e-8)
+
+
+def test_fill_diagonal_of_a_cube_fills_its_main_diagonal_only():
+    """``x[i, i, i]``, as numpy's ``fill_diagonal``; matrices may be rectangular."""
+    t, m, s = at.dtensor3("t"), _m(), at.dscalar("s")
+    outputs = [fill_diagonal(t, s), fill_diagonal(m, s), fill_diagonal(m.T, s)]
+    assert_matches_reference([t, m, s], outputs, np.zeros((3, 3, 3)), np.zeros((2, 4)), 5.0)
+
+
+def test_fill_diagonal_of_a_tensor_with_axes_of_different_lengths_raises_value_error():
+    t, s = at.dtensor3("t"), at.dscalar("s")
+    assert_raises_like_reference([t, s], fill_diagonal(t, s), (np.zeros((2, 3, 3)), 5.0), ValueError, "one length")
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3)], ids=["wide", "tall"])
+def test_fill_diagonal_offset_with_a_traced_offset_runs_in_jax(shape):
+    """Also past the matrix: an offset past a tall matrix's width writes where the reference's slice of ``a.flat``
+    does."""
+    m, s, offset = _m(), at.dscalar("s"), at.lscalar("offset")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for value in (-6, -3, -1, 0, 2, 4, 5):
+            assert_matches_reference([m, s, offset], fill_diagonal_offset(m, s, offset), np.ones(shape), 5.0, value)
+    assert not [w for w in record if issubclass(w.category, CallbackWarning)]
+
+
+def test_default_takes_the_default_for_an_input_given_as_none():
+    """Aesara's ``test_default``: an input given as ``None`` reaches the program as ``None``, not as nan."""
+    x, y = at.dscalars("x", "y")
+    reference, ours = compile_both([x, y], default(x, y) * 2)
+    for args in [(1.0, 2.0), (None, 2.0), (1.0, None), (None, 3.0)]:
+        assert ours(*args) == reference(*args)
+
+
+def test_default_of_a_state_set_to_none():
+    """Aesara's ``test_default_state``: with a constant default the node is folded with numpy, where ``None`` stays."""
+    results = {}
+    for mode in (REFERENCE, aejax.linker.mode):
+        x, y = at.dscalars("x", "y")
+        new_x = y + default(x, 3.8)
+        f = aesara.function([y, In(x, update=new_x, value=12.0)], new_x, mode=mode)
+        first = f(3.0)
+        f["x"] = None
+        results[mode] = [first, f(1.0), f(2.2), f["x"]]
+    np.testing.assert_allclose(results[aejax.linker.mode], results[REFERENCE])

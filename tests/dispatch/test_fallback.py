@@ -255,11 +255,17 @@ def test_one_warning_naming_the_op():
     assert "RowStats" in str(warning.message) and "jax_funcify.register" in str(warning.message)
 
 
-def test_data_dependent_shape_raises_naming_the_op():
+def test_data_dependent_shape_starts_a_program_where_the_count_is_static():
     x = at.dvector("x")
-    f = aesara.function([x], Head()(x, (x > 0).sum()), mode=aejax.linker.mode)
+    with pytest.warns(aejax.linker.ShapeInputWarning), pytest.warns(CallbackWarning, match="Head"):
+        assert_matches_reference([x], Head()(x, (x > 0).sum()), V)
+
+
+def test_data_dependent_shape_in_jaxify_raises_naming_the_op():
+    x = at.dvector("x")
+    graph = jaxify([x], [Head()(x, (x > 0).sum())], {})
     with pytest.raises(LoweringError, match="Head") as info:
-        f(V)
+        jax.jit(graph.fn)({}, V)
     assert "depends on values" in str(info.value)
 
 
@@ -478,6 +484,29 @@ def test_our_sampler_wins_on_the_class_it_names(registrations):
     got = draws(lambda s: s.normal(1.0, 2.0, size=N))()
     assert spy.calls == 0
     assert stats.ks_2samp(got, expected).pvalue > 1e-4
+
+
+def test_jax_sample_fn_returning_a_python_number(registrations):
+    """Aesara's ``test_random_custom_implementation``: ``sample_fn`` returns ``(rng, 0)``, a draw of the variable's
+    dtype, as the reference makes one of ``rng_fn``'s 0."""
+
+    class ZeroRV(RandomVariable):
+        name = "zero"
+        ndim_supp = 0
+        ndims_params = []
+        dtype = "floatX"
+
+        def rng_fn(self, rng, size):
+            return 0
+
+    def zero(op):
+        def sample_fn(rng, size, dtype, *parameters):
+            return rng, 0
+
+        return sample_fn
+
+    registrations(jax_sample_fn, ZeroRV, zero)
+    assert_matches_reference([], ZeroRV()(rng=aesara.shared(np.random.RandomState(123))))
 
 
 def test_jax_funcify_registration_on_a_new_op_is_used(registrations):

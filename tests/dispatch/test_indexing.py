@@ -130,3 +130,67 @@ def test_index_arrays_that_do_not_broadcast_raise_index_error():
     m, i, j = at.dmatrix("m"), at.lvector("i"), at.lvector("j")
     args = (np.zeros((3, 4)), np.array([0, 1]), np.array([0, 1, 2]))
     assert_raises_like_reference([m, i, j], m[i, j], args, IndexError, "cannot be broadcast")
+
+
+def test_slices_mixed_with_index_arrays_and_their_gradients():
+    """``m[1:, [0, 2]]``, ``m[[0, 1], 1:]``, ``m[1:, idx]``, ``t[:, [0, 1], 1:]`` and ``x[:, idx]`` of an advanced
+    indexing's result, with the gradients (AdvancedIncSubtensor) of each."""
+    m, t, idx = at.dmatrix("m"), at.dtensor3("t"), at.lvector("idx")
+    reads = [m[1:, [0, 2]], m[[0, 1], 1:], m[1:, idx], t[:, [0, 1], 1:], m[[2, 0, 1]][1:, idx]]
+    gradients = [aesara.grad((r**2).sum(), t if r.ndim == 3 else m) for r in reads]
+    args = (np.arange(12.0).reshape(3, 4), np.arange(24.0).reshape(2, 3, 4), np.array([0, 2, 2]))
+    assert_matches_reference([m, t, idx], reads + gradients, *args)
+
+
+@pytest.mark.parametrize("rows", [slice(1, None), slice(-1, None), slice(3, -9, -1)], ids=["1:", "-1:", "3:-9:-1"])
+def test_rows_of_a_boolean_selection_sliced_then_indexed_by_an_array(rows):
+    """``m[m[:, 0] > 3][rows, idx]``: the slice cuts the selected rows (of run-time number), not its buffer."""
+    m, idx = at.dmatrix("m"), at.lvector("idx")
+    selected = m[m[:, 0] > 3]
+    outputs = [selected[rows, idx], selected[rows, idx].sum(), selected[rows, [0, 1]]]
+    for value in (np.arange(12.0).reshape(3, 4), np.arange(20.0).reshape(5, 4)):
+        assert_matches_reference([m, idx], outputs, value, np.array([3, 0]))
+    args = (np.arange(12.0).reshape(3, 4), np.array([7]))
+    assert_raises_like_reference(
+        [m, idx], selected[rows, idx], args, IndexError, "out of bounds for axis 1 with size 4"
+    )
+
+
+@pytest.mark.parametrize("set_instead_of_inc", [False, True], ids=["inc", "set"])
+def test_repeated_positions_with_ignore_duplicates_take_one_value_as_numpy_writes_them(set_instead_of_inc):
+    """``inc_subtensor(m[i, j], v, ignore_duplicates=True)`` is numpy's ``m[i, j] += v``: a repeated position takes
+    its old value plus one increment; without the flag (`AdvancedIncSubtensor1` too) increments accumulate."""
+    m, x, i, j, v, w = (
+        at.dmatrix("m"),
+        at.dvector("x"),
+        at.lvector("i"),
+        at.lvector("j"),
+        at.dvector("v"),
+        at.dmatrix("w"),
+    )
+
+    def update(target, value, ignore_duplicates):
+        return at.inc_subtensor(
+            target, value, set_instead_of_inc=set_instead_of_inc, ignore_duplicates=ignore_duplicates
+        )
+
+    outputs = [
+        update(m[i, j], v, True),
+        update(m[i, j], 5.0, True),
+        update(m[i], w, True),
+        update(m[i, 1:], 1.0, True),
+        update(x[i], v, True),
+        update(m[i, j], v, False),
+        update(x[i], v, False),
+    ]
+    args = (np.arange(12.0).reshape(4, 3), np.arange(3.0), np.array([0, 2, 0, 0]), np.array([1, 1, 1, 2]))
+    assert_matches_reference([m, x, i, j, v, w], outputs, *args, np.array([1.0, 2.0, 3.0, 4.0]), np.ones((4, 3)))
+
+
+def test_ignore_duplicates_with_index_arrays_of_run_time_length():
+    """The indices of an until-loop's trace, or of a boolean selection, repeating positions."""
+    x, n, flags = at.dvector("x"), at.lscalar("n"), at.bvector("flags")
+    trace, _ = aesara.scan(lambda k: (k % 2, until(k >= n)), sequences=at.arange(10, dtype="int64"))
+    selected = at.nonzero(flags)[0] % 2
+    outputs = [at.inc_subtensor(x[index], 1.0, ignore_duplicates=True) for index in (trace, selected)]
+    assert_matches_reference([x, n, flags], outputs, np.zeros(3), 3, np.array([1, 1, 1, 0, 1], "int8"))

@@ -3,14 +3,17 @@
 import warnings
 
 import aesara
+import aesara.scalar as aes
 import aesara.tensor as at
 import numpy as np
 import pytest
 from aesara.ifelse import ifelse
+from aesara.tensor.elemwise import CAReduce
+from aesara.tensor.math import Mean, ProdWithoutZeros
 
 import aejax.linker
 from aejax.linker import ShapeInputWarning
-from tests.reference import assert_matches_reference
+from tests.reference import REFERENCE, assert_matches_reference
 
 rng = np.random.default_rng(42)
 X = rng.normal(size=(3, 4))
@@ -187,3 +190,74 @@ def test_argmax_when_a_kept_axis_is_empty():
     m, n = at.dmatrix("m"), at.dmatrix("n")
     outputs = [at.argmax(m, axis=1), at.argmin(n, axis=0), at.argmax(m, axis=1, keepdims=True)]
     assert_matches_reference([m, n], outputs, np.zeros((0, 3)), np.zeros((3, 0)))
+
+
+def _constants_with_floating_point_errors():
+    """Graphs whose constants numpy computes with a floating-point warning (divide by zero, invalid, overflow):
+    folded by Aesara's rewrites, or while tracing from a concrete shape (``log(len(v) - 2)``, also in a step)."""
+    x, v = at.dscalar("x"), at.dvector("v")
+    zeros, ones = at.constant(np.array([0.0, 0.0])), at.constant(np.array([0.0, 1.0]))
+    no_rows = at.cast(v.shape[0] - 2, "float64")
+    outputs = [
+        at.log1p(at.constant(-1.0)),
+        x + at.log(at.constant(0.0)),
+        at.true_divide(ones, zeros) + x,
+        at.exp(at.constant(1000.0)) - at.constant(np.inf),
+        at.log(no_rows) + x,
+        at.true_divide(no_rows, no_rows) + x,
+    ]
+    steps, _ = aesara.scan(
+        lambda k, acc: acc + k * at.log1p(at.constant(-1.0)) + at.true_divide(ones, zeros) + at.log(no_rows),
+        sequences=[at.arange(1.0, 4.0)],
+        outputs_info=[at.zeros(2) + x],
+    )
+    return [x, v], [*outputs, steps]
+
+
+def test_constants_with_floating_point_errors_fold_silently_to_the_references_values():
+    """Folded while compiling (Aesara's constant folding) and while tracing: ``-inf``, ``inf``, ``nan`` as the
+    reference computes them, without numpy's RuntimeWarning (the C backend folds in C, silently)."""
+    inputs, outputs = _constants_with_floating_point_errors()
+    args = (2.0, np.ones(2))
+    expected = aesara.function(inputs, outputs, mode=REFERENCE)(*args)
+    with warnings.catch_warnings(), aesara.config.change_flags(on_opt_error="raise"):
+        warnings.simplefilter("error")
+        got = aesara.function(inputs, outputs, mode=aejax.linker.mode)(*args)
+    for g, e in zip(got, expected):
+        assert np.asarray(g).dtype == e.dtype
+        np.testing.assert_array_equal(np.asarray(g), e)
+
+
+def test_reductions_accumulate_in_their_acc_dtype_and_return_their_dtype():
+    """A float32 ``mean`` of ``[1e8, 1, -1e8]`` accumulates in float64 (1/3), as Aesara's ``acc_dtype`` says; so do
+    ``Mean``, sums and products cast to a narrower dtype, and `ProdWithoutZeros` (0 when all entries are zero)."""
+    f, i, z = at.fvector("f"), at.bvector("i"), at.dmatrix("z")
+    outputs = [
+        at.mean(f),
+        Mean()(f),
+        at.sum(f, dtype="float32"),
+        at.sum(i, dtype="int8"),
+        at.sum(f, dtype="int8"),
+        ProdWithoutZeros(axis=(1,))(z),
+        ProdWithoutZeros()(z),
+    ]
+    args = (np.array([1e8, 1, -1e8], "float32"), np.array([100, 100, 100], "int8"), np.array([[0.0, 2.0], [0.0, 0.0]]))
+    assert_matches_reference([f, i, z], outputs, *args, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128", "int8", "bool"])
+def test_every_careduce_matches_reference_with_nan_inputs(dtype):
+    """A plain `CAReduce` of each scalar Op (Aesara's ``TestCAReduce.test_perform_nan``), over every axis set; a nan
+    (a complex one too) wins max and min as in numpy; ``max``, ``min``, ``all`` and ``any`` of the tensor API."""
+    x = at.tensor(dtype, shape=(None, None), name="x")
+    scalar_ops = [aes.add, aes.mul, aes.scalar_maximum, aes.scalar_minimum]
+    if dtype in ("int8", "bool"):
+        scalar_ops += [aes.and_, aes.or_, aes.xor]
+    axes = [None, (0,), (1,), ()]
+    outputs = [CAReduce(op, axis=axis)(x) for op in scalar_ops for axis in axes]
+    tensor_api = (at.all, at.any) if dtype == "complex128" else (at.max, at.min, at.all, at.any)  # no complex min
+    outputs += [reduce(x, axis=axis) for reduce in tensor_api for axis in (None, 1)]
+    value = rng.normal(size=(3, 4)) * 3
+    if dtype in ("float64", "complex128"):
+        value[0, 0] = value[2, 1] = np.nan
+    assert_matches_reference([x], outputs, value.astype(dtype))

@@ -1,0 +1,118 @@
+"""Linear algebra against the reference backend: solutions, and the reference's errors for singular matrices."""
+
+import aesara
+import aesara.tensor as at
+import numpy as np
+import pytest
+from aesara.tensor import nlinalg, slinalg
+
+import aejax.linker
+from tests.reference import assert_matches_reference, assert_raises_like_reference, compile_both
+
+rng = np.random.default_rng(11)
+SQUARE = rng.normal(size=(4, 4))
+SPD = SQUARE @ SQUARE.T + 4 * np.eye(4)
+B = rng.normal(size=(4, 2))
+SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
+INDEFINITE = np.array([[1.0, 2.0], [2.0, 1.0]])
+LinAlgError = np.linalg.LinAlgError
+
+
+@pytest.mark.parametrize("rcond", [1, -1, 0, 2], ids=lambda r: f"rcond={r}")
+def test_lstsq_of_integer_matrices(rcond):
+    """Aesara's ``TestLstsq.test_correct_solution``: LAPACK reads an ``rcond`` outside (0, 1) as the machine
+    precision; a square system has no residuals."""
+    x, y, z = at.lmatrix("x"), at.lmatrix("y"), at.lscalar("z")
+    solution, residuals, rank, singular_values = nlinalg.lstsq(x, y, z)
+    args = (np.array([[2, 1], [3, 4]]), np.array([[17, 20], [43, 50]]), rcond)
+    assert_matches_reference([x, y, z], [solution, residuals, singular_values], *args, rtol=1e-10)
+    reference, ours = compile_both([x, y, z], rank)
+    assert int(ours(*args)) == int(reference(*args))  # the reference's rank is int32, where it declares int64
+
+
+@pytest.mark.parametrize("rcond", [-1.0, 0.5], ids=lambda r: f"rcond={r}")
+def test_lstsq_residuals_of_a_tall_system_only_at_full_rank(rcond):
+    """numpy returns no residuals for a rank-deficient system: their number is known only at run time."""
+    a, b, r = at.dmatrix("a"), at.dmatrix("b"), at.dscalar("r")
+    _, residuals, _, singular_values = nlinalg.lstsq(a, b, r)
+    outputs = [residuals, residuals.sum(), residuals.shape[0], at.concatenate([residuals, singular_values])]
+    tall = rng.normal(size=(5, 3))
+    for value in (tall, np.column_stack([tall[:, :2], tall[:, 0]])):
+        assert_matches_reference([a, b, r], outputs, value, rng.normal(size=(5, 2)), rcond, rtol=1e-10)
+
+
+def _solve_with(**options):
+    return lambda a: slinalg.Solve(**options)(a, at.constant(B[:2]))
+
+
+@pytest.mark.parametrize(
+    "build, value, match",
+    [
+        pytest.param(nlinalg.matrix_inverse, SINGULAR, "singular", id="matrix_inverse"),
+        pytest.param(nlinalg.Inv(), np.stack([np.eye(2), SINGULAR]), "singular", id="Inv of a stack"),
+        pytest.param(
+            lambda a: nlinalg.tensorinv(a.reshape((2, 2, 4)), ind=2), np.zeros((4, 4)), "singular", id="tensorinv"
+        ),
+        pytest.param(slinalg.cholesky, INDEFINITE, "not positive definite", id="cholesky"),
+        pytest.param(slinalg.Cholesky(lower=False), INDEFINITE, "not positive definite", id="cholesky upper"),
+        pytest.param(slinalg.cholesky, SINGULAR, "not positive definite", id="cholesky of a singular matrix"),
+        pytest.param(_solve_with(), SINGULAR, "singular", id="solve"),
+        pytest.param(_solve_with(assume_a="sym", lower=True), SINGULAR, "singular", id="solve sym"),
+        pytest.param(_solve_with(assume_a="pos"), INDEFINITE, "not positive definite", id="solve pos"),
+        pytest.param(
+            lambda a: slinalg.solve_triangular(a, at.constant(B[:2])),
+            np.array([[1.0, 2.0], [0.0, 0.0]]),
+            "zero on its diagonal",
+            id="triangular",
+        ),
+    ],
+)
+def test_singular_or_indefinite_matrices_raise_lin_alg_error(build, value, match):
+    a = at.tensor("float64", shape=(None,) * value.ndim, name="a")
+    assert_raises_like_reference([a], build(a), (value,), LinAlgError, match)
+
+
+@pytest.mark.parametrize(
+    "build", [slinalg.cholesky, lambda a: slinalg.solve(a, at.constant(B[:2]))], ids=["cholesky", "solve"]
+)
+def test_inputs_that_are_not_finite_raise_value_error_as_scipy_checks(build):
+    a = at.dmatrix("a")
+    assert_raises_like_reference([a], build(a), (np.array([[np.nan, 0.0], [0.0, 1.0]]),), ValueError, "inf or nan")
+
+
+def test_good_matrices_get_the_reference_values():
+    """Also the triangle scipy reads: ``assume_a="sym"`` and ``"pos"`` take only the one ``lower`` names."""
+    a, b = at.dmatrix("a"), at.dmatrix("b")
+    outputs = [
+        nlinalg.matrix_inverse(a),
+        slinalg.cholesky(a),
+        slinalg.Cholesky(lower=False)(a),
+        slinalg.solve(a, b),
+        slinalg.solve(a, b, assume_a="sym", lower=True),
+        slinalg.solve(a, b, assume_a="pos"),
+        slinalg.solve_triangular(a, b, lower=True),
+        nlinalg.det(a),
+        nlinalg.det(at.constant(SINGULAR) * a[0, 0]),
+    ]
+    assert_matches_reference([a, b], outputs, SPD + np.triu(np.ones((4, 4)), 1), B, rtol=1e-12)
+
+
+def test_cholesky_on_error_nan_gives_a_matrix_of_nans():
+    a = at.dmatrix("a")
+    assert_matches_reference([a], slinalg.Cholesky(on_error="nan")(a), INDEFINITE)
+
+
+def test_a_call_failing_on_a_singular_matrix_updates_no_shared_variable():
+    a = at.dmatrix("a")
+    calls = aesara.shared(np.float64(0.0), name="calls")
+    f = aesara.function([a], nlinalg.matrix_inverse(a).sum(), updates={calls: calls + 1}, mode=aejax.linker.mode)
+    f(SPD)
+    with pytest.raises(LinAlgError, match="singular"):
+        f(SINGULAR)
+    assert calls.get_value() == 1.0
+
+
+def test_singular_matrix_inside_a_scan_raises_lin_alg_error():
+    matrices = at.dtensor3("matrices")
+    inverses, _ = aesara.scan(nlinalg.matrix_inverse, sequences=[matrices])
+    assert_raises_like_reference([matrices], inverses, (np.stack([SPD[:2, :2], SINGULAR]),), LinAlgError, "singular")
