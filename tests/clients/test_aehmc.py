@@ -1,8 +1,11 @@
-"""aehmc's HMC on aejax: one deterministic piece compared exactly, and chains
-compared in distribution with chains run on Aesara's backend.
+"""aehmc's HMC on aejax: one deterministic piece compared exactly, NUTS
+transitions compared exactly on the same random numbers (`same_draws`), and
+chains compared in distribution with chains run on Aesara's backend.
 
 The target is a 2-D Gaussian with correlation 0.5.
 """
+
+import warnings
 
 import aesara
 import aesara.tensor as at
@@ -11,14 +14,17 @@ from aehmc import hmc, integrators, metrics, nuts, trajectory
 from aeppl import joint_logprob
 from aesara.tensor.random.utils import RandomStream
 
+from aejax.linker import CallbackWarning
 from tests.clients.helpers import (
     CANDIDATE,
     REFERENCE,
     assert_means_agree,
     assert_same_at_points,
+    assert_same_outputs,
     assert_sds_agree,
     compile_pair,
 )
+from tests.clients.same_draws import random_nodes, same_draws
 
 MEAN = np.array([1.0, -2.0])
 COV = np.array([[1.0, 0.5], [0.5, 1.0]])
@@ -143,6 +149,59 @@ def test_nuts_chains_agree_with_reference():
     np.testing.assert_allclose(np.mean(cand_q, axis=0), MEAN, atol=0.3)
     np.testing.assert_allclose(np.std(cand_q, axis=0), np.sqrt(np.diag(COV)), rtol=0.25)
     np.testing.assert_allclose(np.corrcoef(cand_q.T)[0, 1], COV[0, 1], atol=0.15)
+
+
+SAME_DRAWS_STEP_SIZES = (0.1, 0.05, 0.1, 1.0, 3.0, 0.1)
+"""Step sizes of the transitions compared on the same draws: small ones build deep trees (the
+U-turn checks over stored momenta and their index arithmetic), 3.0 diverges."""
+
+
+def same_draws_nuts_transitions(*modes):
+    """One NUTS transition compiled for each of ``modes``: all seven outputs, draws read from `same_draws`'s tables.
+
+    Each mode gets its own copy from `same_draws` (no Scan's inner graph shared), as compiling
+    rewrites the inner graphs of a graph's Scans in place.
+    """
+    q = at.dvector("q")
+    energy = at.dscalar("energy")
+    energy_grad = at.dvector("energy_grad")
+    step_size = at.dscalar("step_size")
+    inverse_mass_matrix = at.dvector("inverse_mass_matrix")
+    kernel_outputs, kernel_updates = nuts.new_kernel(RandomStream(5), logprob_fn)(
+        q, energy, energy_grad, step_size, inverse_mass_matrix
+    )
+    inputs = [q, energy, energy_grad, step_size, inverse_mass_matrix]
+    functions = []
+    for mode in modes:
+        outputs, updates = same_draws(list(kernel_outputs), kernel_updates)
+        assert not random_nodes(outputs + list(updates.values()))
+        functions.append(aesara.function(inputs, outputs, updates=updates, mode=mode))
+    return functions
+
+
+def test_nuts_transitions_match_reference_on_the_same_draws():
+    """Given the same random numbers, aejax's NUTS computes the reference's chain, every output of every
+    transition: position, energy and gradient, acceptance, tree depth, U-turn and divergence flags."""
+    candidate, reference = same_draws_nuts_transitions(CANDIDATE, REFERENCE)
+    q0 = at.dvector("q0")
+    initial = aesara.function([q0], list(hmc.new_state(q0, logprob_fn)))(np.array([0.3, -1.0]))
+
+    def chain(transition_fn):
+        state, results = tuple(initial), []
+        for step_size in SAME_DRAWS_STEP_SIZES:
+            outputs = transition_fn(*state, step_size, np.array([1.0, 0.5]))
+            results.append([np.array(o, copy=True) for o in outputs])
+            state = outputs[:3]
+        return results
+
+    expected = chain(reference)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CallbackWarning)  # all of it lowered to JAX, nothing run by Aesara
+        got = chain(candidate)
+    for e, g in zip(expected, got):
+        assert_same_outputs(e, g, rtol=1e-9, atol=1e-12)
+    depths = [int(e[4]) for e in expected]
+    assert max(depths) >= 4 and any(e[5] for e in expected) and any(e[6] for e in expected), depths
 
 
 def logistic_regression_logprob():
