@@ -16,6 +16,7 @@ from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.lengths import masked
 from aejax.linker.lengths.concrete import is_traced
+from aejax.linker.lengths.consumers import takes_run_time_lengths
 from aejax.linker.trace.lowering import LoweredGraph
 
 
@@ -44,8 +45,7 @@ def _copy_or_view(op: DeepCopyOp | ViewOp, **kwargs: Any) -> Callable[..., Any]:
     def copy_or_view(x: Any) -> Any:
         return x
 
-    copy_or_view.accepts_ragged = copy_or_view.accepts_masked = copy_or_view.accepts_range = True  # type: ignore[attr-defined]
-    return copy_or_view
+    return takes_run_time_lengths(copy_or_view, ragged=True, ranges=True, masked=True)
 
 
 @jax_funcify.register(CheckAndRaise)
@@ -59,5 +59,4 @@ def _check_and_raise(op: CheckAndRaise, node: Any = None, **kwargs: Any) -> Call
             require(jnp.stack(traced), op.exc_type, op.msg, f"node {node}")
         return x
 
-    check_and_raise.accepts_masked = True  # type: ignore[attr-defined]
-    return check_and_raise
+    return takes_run_time_lengths(check_and_raise, masked=True)

@@ -17,6 +17,7 @@ import numpy as np
 from aesara.tensor.extra_ops import CumOp
 
 from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.lengths.consumers import takes_run_time_lengths
 from aejax.linker.lengths.ragged import Ragged, selected_rows_first
 
 
@@ -31,5 +32,4 @@ def _cumulative(op: CumOp, node: Any = None, **kwargs: Any) -> Callable[..., Any
         per_row = int(np.prod(x.buffer.shape[1:])) if op.axis is None else 1
         return Ragged(accumulate(x.buffer, axis=op.axis), x.length * per_row)
 
-    cumulative.accepts_ragged = cumulative.accepts_masked = True  # type: ignore[attr-defined]
-    return cumulative
+    return takes_run_time_lengths(cumulative, ragged=True, masked=True)

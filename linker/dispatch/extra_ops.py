@@ -25,6 +25,7 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import InvalidValueError, LoweringError
 from aejax.linker.lengths import masked
 from aejax.linker.lengths.concrete import is_traced, static_ints
+from aejax.linker.lengths.consumers import takes_run_time_lengths
 from aejax.linker.lengths.ragged import Ragged, buffer_of, rows_of, with_length_of
 
 
@@ -60,8 +61,7 @@ def _split(op: Split, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
         sizes = split_sizes(op, node, buffer.shape[axis], splits)
         return _one_or_tuple([with_length_of(x, p) for p in jnp.split(buffer, np.cumsum(sizes)[:-1], axis=axis)])
 
-    split.accepts_ragged = True  # type: ignore[attr-defined]
-    return split
+    return takes_run_time_lengths(split, ragged=True)
 
 
 def ragged_pieces(op: Split, node: Any, x: Ragged, splits: Any) -> list[Ragged]:
@@ -90,8 +90,7 @@ def _nonzero(op: Nonzero, node: Any = None, **kwargs: Any) -> Callable[..., Any]
             return _one_or_tuple(list(masked.nonzero_positions(a)))
         return _one_or_tuple([index.astype("int64") for index in np.nonzero(np.asarray(a))])
 
-    nonzero.accepts_ragged = True  # type: ignore[attr-defined]
-    return nonzero
+    return takes_run_time_lengths(nonzero, ragged=True)
 
 
 @jax_funcify.register(Choose)

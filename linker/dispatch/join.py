@@ -20,6 +20,7 @@ from aesara.tensor.basic import Join
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.lengths import masked
 from aejax.linker.lengths.concrete import static_ints
+from aejax.linker.lengths.consumers import takes_run_time_lengths
 from aejax.linker.lengths.ragged import Masked, Ragged, concatenated_rows, selected_rows_first
 from aejax.linker.trace.lowering import ragged_elementwise
 
@@ -48,5 +49,4 @@ def _join(op: Join, node: Any, **kwargs: Any) -> Callable[..., Any]:
             return _across_rows(node, axis, tensors)
         return concatenated_rows([selected_rows_first(t) for t in tensors], out.dtype)
 
-    join.accepts_ragged = join.accepts_masked = True  # type: ignore[attr-defined]
-    return join
+    return takes_run_time_lengths(join, ragged=True, masked=True)

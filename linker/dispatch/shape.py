@@ -13,6 +13,7 @@ from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import InvalidValueError, variable_name
 from aejax.linker.lengths.concrete import is_traced, static_ints
+from aejax.linker.lengths.consumers import takes_run_time_lengths
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, rows_padded
 
 
@@ -30,8 +31,7 @@ def _shape(op: Shape, **kwargs: Any) -> Callable[..., Any]:
             return jnp.asarray(_run_time_shape(x), dtype="int64")
         return np.asarray(np.shape(x), dtype="int64")
 
-    shape.accepts_ragged = shape.accepts_range = shape.accepts_masked = True  # type: ignore[attr-defined]
-    return shape
+    return takes_run_time_lengths(shape, ragged=True, ranges=True, masked=True)
 
 
 @jax_funcify.register(Shape_i)
@@ -42,8 +42,7 @@ def _shape_i(op: Shape_i, **kwargs: Any) -> Callable[..., Any]:
             return size if is_traced(size) else np.int64(size)
         return np.int64(np.shape(x)[op.i])
 
-    shape_i.accepts_ragged = shape_i.accepts_range = shape_i.accepts_masked = True  # type: ignore[attr-defined]
-    return shape_i
+    return takes_run_time_lengths(shape_i, ragged=True, ranges=True, masked=True)
 
 
 @jax_funcify.register(Reshape)
@@ -89,5 +88,4 @@ def _specify_shape(op: SpecifyShape, node: Any = None, **kwargs: Any) -> Callabl
             return rows_padded(x.buffer, int(shape[0]))
         return x
 
-    specify_shape.accepts_ragged = True  # type: ignore[attr-defined]
-    return specify_shape
+    return takes_run_time_lengths(specify_shape, ragged=True)

@@ -31,6 +31,7 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import IndexOutOfBoundsError
 from aejax.linker.lengths import masked
 from aejax.linker.lengths.concrete import is_traced, static_scalars
+from aejax.linker.lengths.consumers import takes_run_time_lengths
 from aejax.linker.lengths.ragged import (
     RUN_TIME_LENGTH,
     Masked,
@@ -74,10 +75,12 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
         check_bounds(jnp.shape(x), indices, node)
         return indexable(x, index_values)[static_slices(indices)]
 
-    subtensor.accepts_ragged = bool(idx_list) or by_arrays or by_boolean_mask  # type: ignore[attr-defined]
-    subtensor.accepts_range = bool(idx_list) and len(idx_list) == 1  # type: ignore[attr-defined]
-    subtensor.accepts_masked = not idx_list  # type: ignore[attr-defined]
-    return subtensor
+    return takes_run_time_lengths(
+        subtensor,
+        ragged=bool(idx_list) or by_arrays or by_boolean_mask,
+        ranges=bool(idx_list) and len(idx_list) == 1,
+        masked=not idx_list,
+    )
 
 
 def _indexed_by_arrays_only(node: Any, node_indices_from: int) -> bool:
@@ -221,9 +224,11 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
         check_bounds(jnp.shape(x), indices, node)
         return updated_at(jnp.asarray(x), static_slices(indices), y, set_instead_of_inc, ignore_duplicates)
 
-    inc_subtensor.accepts_masked = not idx_list and not whole_arrays_only  # type: ignore[attr-defined]
-    inc_subtensor.accepts_ragged = bool(idx_list) or by_arrays or by_boolean_mask  # type: ignore[attr-defined]
-    return inc_subtensor
+    return takes_run_time_lengths(
+        inc_subtensor,
+        ragged=bool(idx_list) or by_arrays or by_boolean_mask,
+        masked=not idx_list and not whole_arrays_only,
+    )
 
 
 def updated_at(x: Any, indices: tuple[Any, ...], y: Any, set_instead_of_inc: bool, ignore_duplicates: bool) -> Any:

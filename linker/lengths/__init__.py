@@ -6,6 +6,7 @@
   selections, `RangeRows`), and how a program splits after them.
 - `masked`: selections ``x[nonzero(m)]`` and the Ops that work on them.
 - `bounds`: static upper bounds of run-time lengths, read from the graph.
+- `consumers`: which lowerings take such values as they are, declared once per lowering.
 
 May import only the leaf modules (`errors`, `checks`, `graph`).
 """

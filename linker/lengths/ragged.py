@@ -23,8 +23,8 @@ class Ragged:
     many steps it ran is known only at run time; so do arrays whose size is
     computed from such a length, with a buffer as long as the graph's bound
     (`aejax.linker.lengths.bounds`). A `Ragged` value may leave a jit program, where
-    it is trimmed (`trim`). Inside the program, lowerings that say
-    ``accepts_ragged`` take it (indexing, slicing, updates, Scans), as do
+    it is trimmed (`trim`). Inside the program, the lowerings that take it
+    (`aejax.linker.lengths.consumers`: indexing, slicing, updates, Scans) take it, as do
     elementwise Ops and reductions over its rows (`aejax.linker.trace.lowering`);
     for any other consumer the linker splits the program after the node that
     makes it.

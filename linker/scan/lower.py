@@ -69,6 +69,7 @@ from aejax.linker.dispatch.tensor_basic import bounded_shape, require_memory
 from aejax.linker.errors import IndexOutOfBoundsError, InvalidValueError, LoweringError, variable_name
 from aejax.linker.graph.scan_layout import ScanLayout, split_by
 from aejax.linker.lengths.concrete import is_traced, static_ints
+from aejax.linker.lengths.consumers import takes_run_time_lengths
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, buffer_of, row_count, rows_padded
 from aejax.linker.rewrites import rewrites_asked_by, scan_rewrites
 from aejax.linker.scan.carry import (
@@ -222,8 +223,6 @@ class Stepped(NamedTuple):
 
 class LoweredScan:
     """The JAX computation of one Scan node."""
-
-    accepts_range = accepts_ragged = True
 
     def __init__(self, op: Scan, node: Any, inner: LoweredGraph, fgraph: FunctionGraph) -> None:
         self.node = node
@@ -600,4 +599,4 @@ def _scan(op: Scan, node: Any = None, **kwargs: Any) -> LoweredScan:
     asked = rewrites_asked_by(op.mode)
     if asked is not None:
         asked.rewrite(inner)
-    return LoweredScan(op, node, jax_funcify(inner, **kwargs), inner)
+    return takes_run_time_lengths(LoweredScan(op, node, jax_funcify(inner, **kwargs), inner), ragged=True, ranges=True)

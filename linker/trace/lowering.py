@@ -40,6 +40,7 @@ from aejax.linker.errors import InvalidValueError, LoweringError, NodeTypeError,
 from aejax.linker.lengths import masked
 from aejax.linker.lengths.bounds import length_bound, tracing
 from aejax.linker.lengths.concrete import is_shape_failure, is_traced
+from aejax.linker.lengths.consumers import run_time_lengths_taken
 from aejax.linker.lengths.ragged import (
     RUN_TIME_LENGTH,
     Masked,
@@ -217,12 +218,13 @@ class LoweredGraph:
     """A graph (inputs, outputs, nodes in order) as a JAX-traceable callable.
 
     Calling it returns the tuple of outputs. A value of run-time length may
-    be a graph output, or the input of a lowering that accepts it: a `Ragged`
-    value where the lowering says ``accepts_ragged`` (indexing, updates,
-    Scans) or the node works row by row or is a reduction; a `RangeRows` where it
-    says ``accepts_range`` (a Scan sequence), else as a `Ragged` buffer of
+    be a graph output, or the input of a lowering that takes it (declared with
+    `aejax.linker.lengths.consumers.takes_run_time_lengths`): a `Ragged` value
+    where the lowering takes one (indexing, updates, Scans) or the node works row
+    by row or is a reduction; a `RangeRows` where it takes one (a Scan
+    sequence), else as a `Ragged` buffer of
     its bound from the graph (`aejax.linker.lengths.bounds`) when there is one; a
-    `Masked` selection where it says ``accepts_masked`` or the node works
+    `Masked` selection where the lowering takes one or the node works
     row by row (`aejax.linker.lengths.masked`), else as a `Ragged` value of its rows
     where a `Ragged` value is taken. Any other consumer raises
     `NeedsSplit`, asking the linker to end the jit program after the node
@@ -278,7 +280,7 @@ def _rows_of_run_time_length(node: Apply, fn: Callable[..., Any], args: Sequence
     value of run-time length too.
     """
     first = args[0] if args else None
-    if not getattr(fn, "accepts_ragged", False) or isinstance(first, RUN_TIME_LENGTH) or jnp.ndim(first) == 0:
+    if not run_time_lengths_taken(fn).ragged or isinstance(first, RUN_TIME_LENGTH) or jnp.ndim(first) == 0:
         return None
     whole = Ragged(jnp.asarray(first), jnp.shape(first)[0])
     try:
@@ -291,12 +293,12 @@ def _rows_of_run_time_length(node: Apply, fn: Callable[..., Any], args: Sequence
 
 def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
     """``fn``, made to take the values of run-time length among ``args``; else `NeedsSplit`."""
-    if any(isinstance(arg, Ragged) for arg in args) and not getattr(fn, "accepts_ragged", False):
+    if any(isinstance(arg, Ragged) for arg in args) and not run_time_lengths_taken(fn).ragged:
         return _selections_first(_taking_ragged(node, fn, args))
     for var, arg in zip(node.inputs, args):
-        if isinstance(arg, RangeRows) and not getattr(fn, "accepts_range", False):
+        if isinstance(arg, RangeRows) and not run_time_lengths_taken(fn).ranges:
             return _needing_bounds(var)
-    if not any(isinstance(arg, Masked) for arg in args) or getattr(fn, "accepts_masked", False):
+    if not any(isinstance(arg, Masked) for arg in args) or run_time_lengths_taken(fn).masked:
         return fn
     if masked.is_row_wise(node) and masked.share_one_mask(args) and not _whole_array_rows(node, args):
         return lambda *values: masked.elementwise(node, fn, values)
@@ -304,7 +306,7 @@ def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence
         return lambda x: masked.reduction(node, fn, x)
     if masked.is_extremum(node):
         return lambda x: masked.extremum(node, fn, x)
-    if getattr(fn, "accepts_ragged", False):
+    if run_time_lengths_taken(fn).ragged:
         return _selections_first(fn)
     if masked.is_row_wise(node):  # selections made with different masks, or with whole arrays
         return _selections_first(lambda *values: ragged_elementwise(node, fn, values))
@@ -318,7 +320,7 @@ def _selections_first(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _ranges_bounded(node: Apply, fn: Callable[..., Any], args: list[Any]) -> list[Any]:
     """``args``, each lazy arange a `Ragged` buffer of its bound from the graph (if it has one) unless ``fn`` takes ranges."""
-    if getattr(fn, "accepts_range", False) or not any(isinstance(arg, RangeRows) for arg in args):
+    if run_time_lengths_taken(fn).ranges or not any(isinstance(arg, RangeRows) for arg in args):
         return args
     return [_bounded_range(var, arg) if isinstance(arg, RangeRows) else arg for var, arg in zip(node.inputs, args)]
 
