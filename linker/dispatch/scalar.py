@@ -20,6 +20,7 @@ from aesara.scalar.basic import (
 from aesara.tensor.math import MulWithoutZeros
 
 from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.dispatch.tensor_basic import filled
 
 
 @jax_funcify.register(Real)
@@ -93,7 +94,7 @@ def _second(op: Second, **kwargs: Any) -> Callable[..., Any]:
     """
 
     def second(x: Any, y: Any) -> Any:
-        return jnp.broadcast_to(y, jnp.broadcast_shapes(jnp.shape(x), jnp.shape(y)))
+        return filled(y, jnp.broadcast_shapes(jnp.shape(x), jnp.shape(y)))
 
     return second
 

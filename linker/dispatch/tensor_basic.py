@@ -1,8 +1,11 @@
 """Array constructors whose sizes come from concrete values.
 
 Their values are built so that XLA has nothing large to constant-fold (a range
-is ``lax.iota`` behind an optimization barrier, a filled buffer a broadcast of
-a scalar): compile time does not grow with the size of the array.
+is ``lax.iota`` behind an optimization barrier, a large buffer filled with a
+constant a broadcast behind one, `filled`): compile time does not grow with
+the size of the array, nor with what is computed from it (the gradient of a
+loss on a Scan's last state scatters a constant into a zero buffer as long as
+the trace, which XLA would otherwise fold into a literal).
 """
 
 from __future__ import annotations
@@ -28,6 +31,18 @@ from aejax.linker.lengths.ragged import Ragged, RangeRows
 
 FOLDABLE_RANGE = 1 << 16
 """Largest range left for XLA to constant-fold; longer ones are computed when the program runs."""
+
+
+FOLDABLE_FILL = 1 << 14
+"""Largest array filled with a constant that is left for XLA to constant-fold."""
+
+
+def filled(value: Any, shape: Sequence[int]) -> Any:
+    """``value`` broadcast to ``shape``; behind an optimization barrier when ``value`` is a constant and the result large."""
+    out = jnp.broadcast_to(value, shape)
+    if not is_traced(value) and math.prod(shape) > FOLDABLE_FILL:
+        return lax.optimization_barrier(out)
+    return out
 
 
 def arange_values(start: Any, stop: Any, step: Any, dtype: str) -> Any:
@@ -102,7 +117,7 @@ def _alloc(op: Alloc | BroadcastTo, node: Any = None, **kwargs: Any) -> Callable
 
     def alloc(x: Any, *shape: Any) -> Any:
         static, length = bounded_shape(shape, sizes)
-        return maybe_ragged(jnp.broadcast_to(x, static), length)
+        return maybe_ragged(filled(x, static), length)
 
     return alloc
 
@@ -113,7 +128,7 @@ def _alloc_empty(op: AllocEmpty, node: Any = None, **kwargs: Any) -> Callable[..
 
     def alloc_empty(*shape: Any) -> Any:
         static, length = bounded_shape(shape, sizes)
-        return maybe_ragged(jnp.zeros(static, dtype=op.dtype), length)
+        return maybe_ragged(filled(np.zeros((), dtype=op.dtype), static), length)
 
     return alloc_empty
 
