@@ -5,6 +5,7 @@
 - `static_inputs`: `StaticInputProgram`, ``jax.jit`` of one segment, with the
   shape-deciding integer inputs made static when tracing needs them.
 - `cache`: the bounded, thread-safe cache of compiled programs.
+- `persistent_cache`: JAX's persistent compilation cache, on by default, in Aesara's compile directory.
 - `packing`: small outputs of one dtype leave a program as one buffer.
 
 May import `trace`, `lengths` and the leaf modules (`errors`, `checks`,

@@ -30,6 +30,7 @@ from aesara.tensor.type import TensorType
 from aejax.linker.checks import CheckedProgram, NeedsChecks, discovering
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
 from aejax.linker.program.cache import ProgramCache
+from aejax.linker.program.persistent_cache import use_persistent_cache
 
 
 class ShapeInputWarning(UserWarning):
@@ -202,6 +203,7 @@ class StaticInputProgram:
             full = [statics[i] if i in statics else next(rest) for i in range(n_inputs)]
             return traced_fn(*full)
 
+        use_persistent_cache()
         return CheckedProgram(program) if discovered.checked else jax.jit(discovering(program))
 
     def _make_static(self, discovered: _Discovered, error: LoweringError) -> bool:

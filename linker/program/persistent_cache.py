@@ -1,0 +1,49 @@
+"""JAX's persistent compilation cache, on by default, in Aesara's compile directory.
+
+Compiling a sampler's program (NUTS: seconds of XLA) is paid again by every
+new process. Before aejax compiles its first program it points JAX's
+persistent compilation cache (``jax_compilation_cache_dir``) at
+``<aesara.config.compiledir>/aejax-xla``, so ``AESARA_FLAGS=base_compiledir=...``
+moves it and removing Aesara's compile directory removes it. It is left as it
+is when the user chose a cache directory for JAX, or set
+``AEJAX_PERSISTENT_CACHE=0`` in the environment. JAX caches only programs
+that took at least ``jax_persistent_cache_min_compile_time_secs`` (1 s by
+default) to compile. The setting is JAX's and process-wide: other JAX
+programs of the process are cached there too.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import aesara
+import jax
+
+SWITCH = "AEJAX_PERSISTENT_CACHE"
+"""The environment variable that turns the cache off when set to ``0``."""
+
+SUBDIRECTORY = "aejax-xla"
+
+_lock = threading.Lock()
+_decided = False
+
+
+def cache_directory() -> Path:
+    """Where aejax keeps JAX's persistent compilation cache: a folder of Aesara's compile directory."""
+    return Path(aesara.config.compiledir) / SUBDIRECTORY
+
+
+def use_persistent_cache() -> None:
+    """Point JAX's persistent compilation cache at `cache_directory`, once per process, unless told otherwise."""
+    global _decided
+    if _decided:
+        return
+    with _lock:
+        if _decided:
+            return
+        _decided = True
+        if os.environ.get(SWITCH, "1") == "0" or jax.config.jax_compilation_cache_dir is not None:
+            return
+        jax.config.update("jax_compilation_cache_dir", str(cache_directory()))

@@ -1,0 +1,65 @@
+"""JAX's persistent compilation cache is on by default, in Aesara's compile directory, and can be turned off."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROGRAM = textwrap.dedent(
+    """
+    import json, sys
+    import aesara, aesara.tensor as at, jax, numpy as np
+    import aejax.linker
+    from aejax.linker.program.persistent_cache import cache_directory
+
+    if sys.argv[1] != "-":
+        jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+    x = at.dvector("x")
+    f = aesara.function([x], (at.exp(x) * 2).sum(), mode="AEJAX")
+    f(np.arange(3.0))
+    print(json.dumps({"jax": jax.config.jax_compilation_cache_dir, "ours": str(cache_directory())}))
+    """
+)
+
+
+def _run(tmp_path, chosen="-", **env):
+    environment = {
+        **os.environ,
+        "AESARA_FLAGS": f"base_compiledir={tmp_path / 'aesara'}",
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "PYTHONPATH": str(ROOT),
+        **env,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM, chosen], env=environment, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _entries(folder):
+    return [p for p in Path(folder).rglob("*") if p.is_file()] if Path(folder).exists() else []
+
+
+def test_programs_are_cached_in_aesaras_compile_directory(tmp_path):
+    where = _run(tmp_path)
+    assert where["jax"] == where["ours"]
+    assert Path(where["ours"]).is_relative_to(tmp_path / "aesara")
+    assert _entries(where["ours"])
+
+
+@pytest.mark.parametrize("how", ["switched off", "chosen by the user"])
+def test_the_cache_is_left_alone_when_switched_off_or_chosen(tmp_path, how):
+    if how == "switched off":
+        where = _run(tmp_path, AEJAX_PERSISTENT_CACHE="0")
+        assert where["jax"] is None
+    else:
+        where = _run(tmp_path, chosen=str(tmp_path / "mine"))
+        assert where["jax"] == str(tmp_path / "mine") and _entries(tmp_path / "mine")
+    assert not _entries(where["ours"])
