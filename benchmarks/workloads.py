@@ -9,9 +9,13 @@ key on the device, as a JAX user would).
 The per-call workloads (P1, P2, one HMC transition) are so short that the cost
 of a call itself is measured: their hand-written versions return numpy, as
 Aesara functions do, and keep their PRNG key between calls in Python
-(:class:`KeyedJax`). The NUTS workloads run 500 aehmc NUTS transitions in one
-Scan; their anchor is NumPyro's NUTS when NumPyro is installed (``pip install
-'.[bench]'``), and they have none otherwise.
+(:class:`KeyedJax`). ``P1 on device`` runs in the device-I/O mode
+``"AEJAX_DEVICE"`` (``Workload.aejax_mode``): a ``jax.Array`` in and out on
+both sides. The SGD steps update a shared ``n x n`` weight matrix every call;
+their hand-written version keeps it as a ``jax.Array`` whose buffer each call
+donates (:class:`DonatedSGD`). The NUTS workloads run 500 aehmc NUTS
+transitions in one Scan; their anchor is NumPyro's NUTS when NumPyro is
+installed (``pip install '.[bench]'``), and they have none otherwise.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ class Workload:
     jax_fn: Callable[..., Any] | None
     """The hand-written JAX version; ``None`` for a workload without one (the NUTS workloads without NumPyro)."""
     jax_args: tuple[Any, ...]
+    aejax_mode: str = "AEJAX"
+    """The mode aejax compiles the graph with: ``"AEJAX"``, or ``"AEJAX_DEVICE"`` for ``jax.Array`` in and out."""
 
     def aesara_function(self, mode: Any) -> Callable[..., Any]:
         return aesara.function(self.inputs, self.outputs, updates=self.updates, mode=mode)
@@ -205,6 +211,14 @@ def add_one(size: int = 10) -> Workload:
     return Workload("P1 add one", 1.3, [x], x + 1, None, (value,), lambda x: np.asarray(jitted(x)), (value,))
 
 
+def add_one_on_device(size: int = 10) -> Workload:
+    """P1 in the device-I/O mode: ``x + 1`` with a ``jax.Array`` in and out, against ``jax.jit`` of the same."""
+    x = at.dvector("x")
+    value = jnp.linspace(0.0, 1.0, size)
+    hand = jax.jit(lambda x: x + 1)
+    return Workload("P1 on device", 1.15, [x], x + 1, None, (value,), hand, (value,), aejax_mode="AEJAX_DEVICE")
+
+
 def add_normal_noise(size: int = 10, seed: int = 42) -> Workload:
     """P2: ``x + normal(size)`` from a shared generator that advances every call."""
     srng = RandomStream(seed)
@@ -217,6 +231,52 @@ def add_normal_noise(size: int = 10, seed: int = 42) -> Workload:
 
     value = np.zeros(size)
     return Workload("P2 add normal noise", 1.5, [x], noisy, srng.updates(), (value,), KeyedJax(step, seed), (value,))
+
+
+SGD_BATCH = 32
+SGD_RATE = 0.05
+
+
+def sgd_data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The SGD step's initial weights (``n x n``, zeros) and its one batch of 32 inputs and targets."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(SGD_BATCH, n)) / np.sqrt(n)
+    return np.zeros((n, n)), X, X @ rng.normal(size=(n, n))
+
+
+def sgd_loss(W: Any, X: Any, Y: Any) -> Any:
+    """The mean squared error of the linear model ``X @ W`` on the targets ``Y``, in Aesara or in JAX."""
+    return ((X @ W - Y) ** 2).mean()
+
+
+class DonatedSGD:
+    """The SGD step in JAX as a JAX user writes it: ``W`` kept as a ``jax.Array``, its buffer donated to each step.
+
+    Each call returns the loss as numpy, as the Aesara function does.
+    """
+
+    def __init__(self, W: np.ndarray) -> None:
+        self.W = jnp.asarray(W)
+
+        def step(W: Any, X: Any, Y: Any) -> tuple[Any, Any]:
+            loss, grad = jax.value_and_grad(sgd_loss)(W, X, Y)
+            return W - SGD_RATE * grad, loss
+
+        self.step = jax.jit(step, donate_argnums=0)
+
+    def __call__(self, X: Any, Y: Any) -> np.ndarray:
+        self.W, loss = self.step(self.W, X, Y)
+        return np.asarray(loss)
+
+
+def sgd_step(n: int) -> Workload:
+    """One SGD step of a linear model: ``W`` (``n x n`` float64, shared) updated every call, a batch of 32."""
+    W0, X, Y = sgd_data(n)
+    W = aesara.shared(W0, name="W")
+    x, y = at.dmatrix("X"), at.dmatrix("Y")
+    loss = sgd_loss(W, x, y)
+    updates = {W: W - SGD_RATE * aesara.grad(loss, W)}
+    return Workload(f"SGD step n={n}", 1.1, [x, y], loss, updates, (X, Y), DonatedSGD(W0), (X, Y))
 
 
 GAUSSIAN_MEAN = np.array([1.0, -2.0])
@@ -371,8 +431,12 @@ def nuts_logistic(transitions: int, step_size: float = 0.15, seed: int = 3) -> W
     return Workload("NUTS logistic regression", 1.5, inputs, outputs, updates, (start,), hand, (start,))
 
 
+SGD_SIZES = (128, 1024, 2048)
+"""The sizes of the SGD step's weight matrix (issue #27: 1.31x and 1.53x at 1024 and 2048 before it)."""
+
+
 def suite(scale: float = 1.0) -> dict[str, Callable[[], Workload]]:
-    """The workloads of issues #4, #11 (per call) and #9 (NUTS) by name, each built when called.
+    """The workloads of issues #4, #11 (per call), #9 (NUTS) and #27 (device I/O, SGD) by name, each built when called.
 
     ``scale`` shrinks step counts for a quick run. Building is lazy because
     the NUTS graphs take seconds to build.
@@ -389,8 +453,10 @@ def suite(scale: float = 1.0) -> dict[str, Callable[[], Workload]]:
         "Gaussian random walk": partial(random_walk, n(10_000)),
         "until-loop (Newton sqrt)": partial(newton_until, n(1_000)),
         "P1 add one": add_one,
+        "P1 on device": add_one_on_device,
         "P2 add normal noise": add_normal_noise,
         "HMC transition": hmc_transition,
         "NUTS 2-D Gaussian": partial(nuts_gaussian, n(500)),
         "NUTS logistic regression": partial(nuts_logistic, n(500)),
+        **{f"SGD step n={size}": partial(sgd_step, size) for size in SGD_SIZES},
     }

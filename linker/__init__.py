@@ -1,12 +1,15 @@
 """aejax.linker: compile Aesara graphs to JAX behind a codec boundary.
 
-Importing it registers the mode ``"AEJAX"``::
+Importing it registers the mode ``"AEJAX"``, and its device-I/O variant
+``"AEJAX_DEVICE"`` (``jax.Array``s in and out)::
 
     import aejax.linker
     f = aesara.function([x], y, mode="AEJAX")   # or mode=aejax.linker.mode
+    g = aesara.function([x], y, mode="AEJAX_DEVICE")   # or mode=aejax.linker.device_mode
 """
 
 from aejax.linker import scan  # noqa: F401  (registers the Scan lowering)
+from aejax.linker.call.device_call import JaxArgumentError
 from aejax.linker.call.function import AejaxFunction
 from aejax.linker.call.linker import JAXCodecLinker
 from aejax.linker.dispatch import jax_funcify
@@ -22,15 +25,25 @@ from aejax.linker.errors import (
     NodeValueError,
 )
 from aejax.linker.export import JaxGraph, jaxify
-from aejax.linker.mode import MODE_NAME, AejaxMode, mode, use_for_aesara_jax_mode
+from aejax.linker.mode import (
+    DEVICE_MODE_NAME,
+    MODE_NAME,
+    AejaxDeviceMode,
+    AejaxMode,
+    device_mode,
+    mode,
+    use_for_aesara_jax_mode,
+)
 from aejax.linker.program.host_node import HostNodeWarning
 from aejax.linker.program.static_inputs import RecompileWarning, ShapeInputWarning, StaticInputProgram
 from aejax.linker.rewrites import JAX_REWRITES, ScanKeepLast
 
 __all__ = [
+    "DEVICE_MODE_NAME",
     "JAX_REWRITES",
     "MODE_NAME",
     "AejaxFunction",
+    "AejaxDeviceMode",
     "AejaxLinkerError",
     "AejaxMode",
     "AllocationError",
@@ -39,6 +52,7 @@ __all__ = [
     "InputValueError",
     "InvalidValueError",
     "JAXCodecLinker",
+    "JaxArgumentError",
     "HostNodeWarning",
     "JaxGraph",
     "LoweringError",
@@ -48,6 +62,7 @@ __all__ = [
     "ShapeInputWarning",
     "ScanKeepLast",
     "StaticInputProgram",
+    "device_mode",
     "jax_funcify",
     "jaxify",
     "mode",

@@ -11,17 +11,24 @@ Aesara's ``config.mode`` accepts only its own mode names as strings; to make
 AEJAX the default, assign the mode object::
 
     aesara.config.mode = aejax.linker.mode
+
+``"AEJAX_DEVICE"`` (`device_mode`, an `AejaxDeviceMode`) is the device-I/O
+variant: the same rewrites and lowering, but its functions take ``jax.Array``
+arguments without copying them to the host and return ``jax.Array``s where
+XLA put them (`JAXDeviceLinker`, `aejax.linker.call.device_call`). Shared
+variables keep host values in both modes.
 """
 
 from __future__ import annotations
 
 from aesara.compile.mode import Mode, predefined_modes, register_mode
 
-from aejax.linker.call.function import AejaxFunctionMaker
-from aejax.linker.call.linker import JAXCodecLinker
+from aejax.linker.call.function import AejaxDeviceFunctionMaker, AejaxFunctionMaker
+from aejax.linker.call.linker import JAXCodecLinker, JAXDeviceLinker
 from aejax.linker.rewrites import JAX_REWRITES
 
 MODE_NAME = "AEJAX"
+DEVICE_MODE_NAME = "AEJAX_DEVICE"
 
 
 class AejaxMode(Mode):
@@ -33,8 +40,19 @@ class AejaxMode(Mode):
 mode = AejaxMode(linker=JAXCodecLinker(), optimizer=JAX_REWRITES)
 """The aejax JAX mode: pass ``mode=aejax.linker.mode`` or ``mode="AEJAX"``."""
 
-if MODE_NAME not in predefined_modes:
-    register_mode(MODE_NAME, mode)
+
+class AejaxDeviceMode(AejaxMode):
+    """The device-I/O mode: `AejaxMode` whose functions take and return ``jax.Array``s (`AejaxDeviceFunction`)."""
+
+    function_maker = AejaxDeviceFunctionMaker
+
+
+device_mode = AejaxDeviceMode(linker=JAXDeviceLinker(), optimizer=JAX_REWRITES)
+"""The device-I/O mode: pass ``mode=aejax.linker.device_mode`` or ``mode="AEJAX_DEVICE"``."""
+
+for _name, _mode in ((MODE_NAME, mode), (DEVICE_MODE_NAME, device_mode)):
+    if _name not in predefined_modes:
+        register_mode(_name, _mode)
 
 
 def use_for_aesara_jax_mode() -> None:

@@ -5,6 +5,8 @@
   and `HostCall`, one call of the graph's program on host values.
 - `function`: `AejaxFunction`, Aesara's `Function` with a direct call.
 - `direct_call`: that call, and its fast path once a call has run.
+- `device_call`: the calls of the device-I/O mode ``"AEJAX_DEVICE"``:
+  ``jax.Array`` arguments checked, not copied to the host; ``jax.Array`` outputs.
 
 May import `program`, `trace`, `lengths`, `dispatch`, `scan`, `rewrites` and
 the leaf modules (`errors`, `checks`, `graph`); nothing imports it but

@@ -71,7 +71,7 @@ class DirectCall:
         self.arity = arity
         self.call = call
         self.explicit = containers[:arity]
-        self._filters = [argument_filter(c) for c in self.explicit]
+        self._filters = [self.argument_filter(c, cell) for c, cell in zip(self.explicit, call.program.input_cells)]
         self.shared = [c.storage for c in containers[arity:]]
         self.updated = [
             (c.storage, argument_filter(c))
@@ -110,8 +110,17 @@ class DirectCall:
         shortcut = self.call.program.shortcut()
         if shortcut is not self._exact_for:  # a new program ran: the exact call is now one for its arguments
             self._exact_for = shortcut
-            self.exact = ExactCall.of(self, values[: self.arity], returning)
+            self.exact = self.exact_call(values[: self.arity], returning)
         return returning.value(outputs)
+
+    @staticmethod
+    def argument_filter(container: Any, cell: BoundaryValue) -> Callable[[Any], Any]:
+        """How an explicit argument of ``container`` (entering the program through ``cell``) is filtered."""
+        return argument_filter(container)
+
+    def exact_call(self, arguments: Sequence[Any], returning: Returning) -> ExactCall | None:
+        """The exact call for arguments like the filtered ``arguments`` of the call that just ran, if there is one."""
+        return ExactCall.of(self, arguments, returning)
 
     def _returned(self, outputs: list[Any]) -> list[Any]:
         """The outputs the caller gets, after each update is filtered and stored."""
@@ -224,7 +233,7 @@ class ExactCall:
         shortcut = direct.call.program.shortcut()
         if shortcut is None or not all(map(_only_converts, direct.explicit)):
             return None
-        kinds = [_argument_kind(p, c, a) for p, (c, a) in enumerate(zip(direct.explicit, arguments))]
+        kinds = [cls.argument_kind(p, c, a) for p, (c, a) in enumerate(zip(direct.explicit, arguments))]
         if None in kinds or any(a.shape != s for a, s in zip(arguments, shortcut.shapes)):
             return None
         advanced_by = {position: out for out, position, _ in direct.call.in_place}
@@ -232,10 +241,20 @@ class ExactCall:
         updates = _array_updates(direct, set(advanced_by.values()))
         if shared is None or updates is None:
             return None
-        returned = direct.call.program.output_cells[: direct.n_returned]
-        plain = all(cell.crosses_as_array for cell in returned)
-        decoders = None if plain else [_exact_decoder(cell) for cell in returned]
+        decoders = cls.output_decoders(direct.call.program.output_cells[: direct.n_returned])
         return cls(direct, returning, shortcut.program, kinds, *shared, decoders, updates)  # type: ignore[arg-type]
+
+    @staticmethod
+    def argument_kind(position: int, container: Any, argument: Any) -> ArgumentKind | None:
+        """The arguments the exact call takes at ``position``, from the call's filtered ``argument``; ``None`` for none."""
+        return _argument_kind(position, container, argument)
+
+    @staticmethod
+    def output_decoders(returned: Sequence[BoundaryValue]) -> list[Callable[[Any], Any]] | None:
+        """How the exact call decodes each returned output; ``None`` when every one is an array copied into numpy."""
+        if all(cell.crosses_as_array for cell in returned):
+            return None
+        return [_exact_decoder(cell) for cell in returned]
 
     def run(self, args: Sequence[Any]) -> Any:
         """What the function returns for ``args``, after storing the updates; `NOT_EXACT` for the general path.

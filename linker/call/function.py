@@ -18,6 +18,13 @@ path gives its usual behaviour and messages.
 Aesara finds this class through the mode's ``function_maker`` attribute
 (`aesara.compile.function.types.orig_function` looks it up), so nothing of
 Aesara's is changed.
+
+`AejaxDeviceFunction` is the function of the device-I/O mode
+``"AEJAX_DEVICE"``: its direct call (`aejax.linker.call.device_call`) takes
+``jax.Array`` arguments as they are and returns ``jax.Array``s. A call with
+a ``jax.Array`` argument that fails raises as it failed, without Aesara's
+path, which would copy every ``jax.Array`` to the host and might succeed
+where the device call did not (arrays on devices that cannot compute together).
 """
 
 from __future__ import annotations
@@ -25,19 +32,24 @@ from __future__ import annotations
 import copyreg
 from typing import Any
 
+import jax
 import numpy as np
 from aesara import config
 from aesara.compile.function.types import Function, FunctionMaker
 
+from aejax.linker.call.device_call import DeviceDirectCall, JaxArgumentError
 from aejax.linker.call.direct_call import NOT_EXACT, DirectCall, Returning
 
 
 class AejaxFunction(Function):
     """A compiled AEJAX function; see the module docstring for what its calls skip."""
 
+    direct_call = DirectCall
+    """The class of its direct call."""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._direct = DirectCall.of(self)
+        self._direct = self.direct_call.of(self)
 
     @property
     def cache_size(self) -> int:
@@ -74,6 +86,38 @@ class AejaxFunction(Function):
         return super().__call__(*args)
 
 
+class AejaxDeviceFunction(AejaxFunction):
+    """A compiled function of mode ``"AEJAX_DEVICE"``: ``jax.Array`` arguments as they are, ``jax.Array`` outputs.
+
+    Keywords, defaults and ``output_subset`` take Aesara's path, which
+    filters every argument into numpy (a host copy of a ``jax.Array``); the
+    outputs are ``jax.Array``s there too.
+    """
+
+    direct_call = DeviceDirectCall
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        direct = self._direct
+        if direct is None or kwargs or self.profile:
+            return Function.__call__(self, *args, **kwargs)
+        try:
+            try:
+                returned = direct.run_exact(args)
+            except Exception:
+                returned = NOT_EXACT  # the general path runs the call again and raises as it does
+            if returned is not NOT_EXACT:
+                return returned
+            if len(args) == direct.arity:
+                return direct(args, Returning.of(self), self.trust_input)
+        except JaxArgumentError:
+            raise
+        except Exception:
+            if any(isinstance(arg, jax.Array) for arg in args):
+                raise  # Aesara's path would copy the jax.Arrays to the host and run there
+            return Function.__call__(self, *args)
+        return Function.__call__(self, *args)
+
+
 class AejaxFunctionMaker(FunctionMaker):
     """Aesara's `FunctionMaker`, building `AejaxFunction`s.
 
@@ -89,3 +133,11 @@ class AejaxFunctionMaker(FunctionMaker):
         kwargs.setdefault("function_builder", AejaxFunction)
         with config.change_flags(cxx=""), np.errstate(all="ignore"):
             super().__init__(*args, **kwargs)
+
+
+class AejaxDeviceFunctionMaker(AejaxFunctionMaker):
+    """`AejaxFunctionMaker` building `AejaxDeviceFunction`s."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("function_builder", AejaxDeviceFunction)
+        super().__init__(*args, **kwargs)

@@ -5,6 +5,10 @@ Inputs are encoded by their ``"jax"`` codec before each call (a shared numpy
 becomes a numpy `Generator` again), so shared variables are used as they are
 and keep host values every Aesara backend understands. `Type.filter` is never
 applied to backend values.
+
+`JAXDeviceLinker`, the linker of the device-I/O mode ``"AEJAX_DEVICE"``, is
+the same but for the outputs a function returns: an array leaves the program
+as the ``jax.Array`` XLA made (`DeviceValue`), where XLA put it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 from aesara.graph.basic import Variable
 from aesara.link.basic import JITLinker
 from aesara.tensor.type import TensorType
@@ -139,14 +145,56 @@ class KeyBoundaryValue(BoundaryValue):
         return jax.random.key_data(value)
 
 
-def boundary(variables: list[Variable], storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
-    """The codec-backed cells of ``variables``."""
+class DeviceValue(BoundaryValue):
+    """An array a device-mode function returns: it leaves the program as a ``jax.Array``, not copied to the host.
+
+    Never packed with other outputs (`aejax.linker.program.packing`): packing
+    saves host copies, and this value has none. A value that reached the
+    host on the way (cut to its run-time length, made by a node run on the
+    host) is put back on JAX's default device, so the caller always gets a
+    ``jax.Array``.
+    """
+
+    def __init__(self, variable: Variable, codec: StateCodec, storage: list[Any]) -> None:
+        super().__init__(variable, codec, storage)
+        self._dtype = np.dtype(variable.type.dtype)
+        self._ndim = getattr(variable.type, "ndim", 0)  # a ScalarType's values are 0-d
+
+    @property
+    def crosses_as_array(self) -> bool:
+        return False  # outside the program it is a jax.Array, not a numpy array
+
+    def decode(self, value: Any) -> Any:
+        try:
+            return self._keep(value, self._type)
+        except Exception as error:
+            raise self.failure("output", error) from error
+
+    @property
+    def decoder(self) -> tuple[Callable[[Any, Any], Any], Any]:
+        return self._keep, self._type
+
+    def _keep(self, value: Any, type_: Any) -> Any:
+        """``value`` as a ``jax.Array``, checked by the codec when its dtype or rank is not the Type's."""
+        if not isinstance(value, jax.Array):
+            value = jnp.asarray(value)
+        if value.dtype != self._dtype or value.ndim != self._ndim:
+            self.codec.validate(value, type_)
+        return value
+
+
+def boundary(
+    variables: list[Variable], storage_map: dict[Variable, list[Any]], on_device: frozenset[int] = frozenset()
+) -> list[BoundaryValue]:
+    """The codec-backed cells of ``variables``; an array at a position in ``on_device`` stays a ``jax.Array``."""
     cells = []
-    for var in variables:
+    for position, var in enumerate(variables):
         codec = codec_for(BACKEND, var.type)
         spec = codec.payload_spec(var.type)
         if isinstance(spec, KeyPayloadSpec):
             cells.append(KeyBoundaryValue(var, as_key_codec(codec, spec), storage_map[var], spec.impl))
+        elif position in on_device and getattr(codec, "host_is_backend", False):
+            cells.append(DeviceValue(var, codec, storage_map[var]))
         else:
             cells.append(BoundaryValue(var, codec, storage_map[var]))
     return cells
@@ -231,7 +279,7 @@ class JAXCodecLinker(JITLinker):
             fgraph.outputs,
             lower_nodes(fgraph, jax_funcify),
             self.create_thunk_inputs(storage_map),
-            boundary(fgraph.outputs, storage_map),
+            self.create_thunk_outputs(fgraph, storage_map),
         )
 
     def jit_compile(self, program: GraphProgram) -> GraphProgram:
@@ -239,6 +287,10 @@ class JAXCodecLinker(JITLinker):
 
     def create_thunk_inputs(self, storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
         return boundary(self.fgraph.inputs, storage_map)
+
+    def create_thunk_outputs(self, fgraph: Any, storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
+        """The cells of ``fgraph``'s outputs: each decoded to its host value."""
+        return boundary(fgraph.outputs, storage_map)
 
     def create_jitable_thunk(
         self, compute_map: Any, order: Any, input_storage: Any, output_storage: Any, storage_map: Any
@@ -258,3 +310,17 @@ class JAXCodecLinker(JITLinker):
         thunk.lazy = False  # type: ignore[attr-defined]
         output_nodes = [o.owner for o in self.fgraph.outputs if o.owner is not None][:1]
         return [thunk], output_nodes, program
+
+
+class JAXDeviceLinker(JAXCodecLinker):
+    """`JAXCodecLinker` whose returned array outputs stay ``jax.Array``s (`DeviceValue`).
+
+    Updates of shared variables are decoded to host values as under
+    `JAXCodecLinker`, so shared variables keep values every Aesara backend
+    reads.
+    """
+
+    def create_thunk_outputs(self, fgraph: Any, storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
+        updates = set(getattr(fgraph, "update_mapping", None) or {})
+        returned = frozenset(i for i in range(len(fgraph.outputs)) if i not in updates)
+        return boundary(fgraph.outputs, storage_map, on_device=returned)

@@ -46,11 +46,14 @@ RANDOM = [
 ]
 
 
-@pytest.mark.parametrize("name", [name for name in SMALL if name not in RANDOM])
+SGD = [name for name in SMALL if name.startswith("SGD step")]
+
+
+@pytest.mark.parametrize("name", [name for name in SMALL if name not in RANDOM + SGD])
 def test_hand_written_jax_matches_the_graph(name):
     work = SMALL[name]()
     assert (work.name, work.updates) == (name, None)
-    ours = as_list(work.aesara_function(aejax.linker.mode)(*work.args))
+    ours = as_list(work.aesara_function(work.aejax_mode)(*work.args))
     hand = hand_outputs(work, len(ours))
     assert len(ours) == len(hand)
     for got, want in zip(ours, hand):
@@ -74,6 +77,28 @@ def test_random_workloads_draw_finite_values_that_advance(name):
         assert advances(hand)
 
 
+def test_p1_on_device_takes_and_returns_jax_arrays_on_both_sides():
+    work = SMALL["P1 on device"]()
+    assert work.aejax_mode == "AEJAX_DEVICE" and isinstance(work.args[0], jax.Array)
+    assert work.args == work.jax_args
+    for fn in (work.aesara_function(work.aejax_mode), work.jax_fn):
+        out = fn(*work.args)
+        assert isinstance(out, jax.Array) and not isinstance(out, np.ndarray)
+
+
+@pytest.mark.parametrize("name", SGD)
+def test_sgd_steps_update_the_same_weights_as_the_donated_jax_step(name):
+    """Three steps each: the same losses, and the shared ``W`` ends where the hand-written step's ``W`` does."""
+    work = SMALL[name]()
+    (W,) = work.updates
+    assert W.get_value().shape == (int(name.rpartition("=")[2]),) * 2
+    ours = work.aesara_function(work.aejax_mode)
+    losses = [[float(fn(*args)) for _ in range(3)] for fn, args in ((ours, work.args), (work.jax_fn, work.jax_args))]
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-10)
+    assert losses[0][2] < losses[0][0]
+    np.testing.assert_allclose(W.get_value(), np.asarray(work.jax_fn.W), rtol=1e-10, atol=1e-14)
+
+
 def test_nuts_has_no_anchor_without_numpyro(monkeypatch):
     monkeypatch.setitem(sys.modules, "numpyro", None)
     monkeypatch.setitem(sys.modules, "numpyro.infer.hmc", None)
@@ -85,6 +110,15 @@ def test_runner_reports_ratios():
     assert set(result["ratio"]) == set(result["round_ratios"]) == {"aejax"}
     assert result["ratio"]["aejax"] == result["round_ratios"]["aejax"][0] > 0
     assert result["call"]["aejax"] > 0 and result["compile"]["jax"] > 0
+
+
+def test_runner_compiles_each_workload_in_its_own_mode(monkeypatch):
+    work = SMALL["P1 on device"]()
+    modes, compile_in = [], work.aesara_function
+    monkeypatch.setattr(work, "aesara_function", lambda mode: modes.append(mode) or compile_in(mode))
+    found = run.systems(work, with_c=False)
+    assert modes == ["AEJAX_DEVICE"]
+    assert isinstance(found["aejax"][1](), jax.Array)
 
 
 def test_runner_measures_a_workload_without_hand_written_jax():
