@@ -9,6 +9,7 @@ otherwise), unless the rows split are of run-time length: then each piece is
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from aesara.tensor.basic import Choose, Default, Nonzero, PermuteRowElements, Split
-from aesara.tensor.extra_ops import CpuContiguous, FillDiagonal, FillDiagonalOffset, SearchsortedOp
+from aesara.tensor.extra_ops import CpuContiguous, FillDiagonal, FillDiagonalOffset, SearchsortedOp, UnravelIndex
 from aesara.tensor.math import Convolve
 from aesara.tensor.sort import TopKOp
 
@@ -191,17 +192,52 @@ def _convolve(op: Convolve, **kwargs: Any) -> Callable[..., Any]:
     return convolve
 
 
+def reversed_order(x: Any) -> Any:
+    """A key whose descending order is ``x``'s ascending order, without overflow.
+
+    Negating an integer overflows at the dtype's minimum (``-(-128)`` is
+    ``-128`` in int8); bitwise not, ``-x - 1``, reverses the order of signed
+    and unsigned integers and of booleans exactly.
+    """
+    if jnp.issubdtype(x.dtype, jnp.inexact):
+        return -x
+    return ~x
+
+
 @jax_funcify.register(TopKOp)
 def _top_k(op: TopKOp, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     # Positive k selects the largest entries, negative k the smallest; the order is unspecified.
+    index_dtype = node.outputs[-1].dtype if node is not None and op.return_indices else "int64"
+
     def top_k(x: Any, k: Any) -> Any:
         (k,) = static_ints((k,), "topk's k")
         if k == 0 or abs(k) > x.shape[op.axis]:
             raise InvalidValueError(f"node {node}: k={k} is not in 1..{x.shape[op.axis]} in magnitude")
         moved = jnp.moveaxis(x, op.axis, -1)
-        values, indices = jax.lax.top_k(moved if k > 0 else -moved, abs(k))
-        values = values if k > 0 else -values
-        outputs = [values] * op.return_values + [indices] * op.return_indices
+        _, indices = jax.lax.top_k(moved if k > 0 else reversed_order(moved), abs(k))
+        values = jnp.take_along_axis(moved, indices, axis=-1)
+        outputs = [values] * op.return_values + [indices.astype(index_dtype)] * op.return_indices
         return _one_or_tuple([jnp.moveaxis(out, -1, op.axis) for out in outputs])
 
     return top_k
+
+
+@jax_funcify.register(UnravelIndex)
+def _unravel_index(op: UnravelIndex, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    # Aesara's own lowering ignores `order`; Fortran order is C order of the reversed shape.
+    def unravel_index(indices: Any, dims: Any) -> Any:
+        shape = static_ints(tuple(dims), "the shape of unravel_index")
+        size = math.prod(shape)
+        require(
+            jnp.all((indices >= 0) & (indices < size)),
+            ValueError,
+            f"node {node}: an index is out of bounds for an array of size {size}",
+            f"node {node}",
+        )
+        if op.order == "F":
+            coordinates = jnp.unravel_index(indices, shape[::-1])[::-1]
+        else:
+            coordinates = jnp.unravel_index(indices, shape)
+        return _one_or_tuple([jnp.asarray(c, "int64") for c in coordinates])
+
+    return unravel_index

@@ -17,11 +17,12 @@ from aesara.tensor.sort import ArgSortOp, SortOp
 
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import NotStaticError
-from aejax.linker.lengths.concrete import is_traced
+from aejax.linker.lengths.concrete import is_traced, static_ints
 
 
 def _axis(axis: Any) -> int | None:
-    return None if axis is None else int(np.asarray(axis))
+    """The sort axis as a Python int: JAX needs it while tracing, so a symbolic axis is made static."""
+    return None if axis is None else static_ints((axis,), "the axis of a sort")[0]
 
 
 @jax_funcify.register(SortOp)

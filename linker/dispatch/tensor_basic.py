@@ -46,12 +46,12 @@ def filled(value: Any, shape: Sequence[int]) -> Any:
 
 
 def arange_values(start: Any, stop: Any, step: Any, dtype: str) -> Any:
-    """``np.arange(start, stop, step, dtype)`` for concrete bounds.
+    """``np.arange(start, stop, step, dtype)`` for concrete bounds, Python numbers as Aesara's ``perform`` takes them.
 
     Up to `FOLDABLE_RANGE` elements it is numpy's own array (a small constant).
     A longer range is ``first + iota * delta`` behind an optimization barrier,
-    with numpy's increment ``delta = (start + step) - start`` in ``dtype``:
-    integer ranges are exact, float ranges within an ulp of numpy's.
+    with numpy's increment ``delta = (start + step) - start`` in ``dtype``,
+    bit for bit numpy's values.
     """
     if step == 0:
         raise ValueError("arange's step must not be zero")
@@ -65,11 +65,33 @@ def arange_values(start: Any, stop: Any, step: Any, dtype: str) -> Any:
     return first + lax.optimization_barrier(lax.iota(dtype, length)) * (second - first)
 
 
+def traced_range(start: Any, stop: Any, step: Any, dtype: str) -> RangeRows:
+    """The lazy ``arange`` of traced bounds, its rows ``first + i * delta`` as the reference computes them.
+
+    Aesara's ``perform`` calls ``np.arange`` on Python numbers: the length
+    and ``start + step`` are computed in float64 (or exactly, for integers),
+    and numpy fills the range from its first two values in ``dtype``, their
+    difference the increment. In floats that difference is not ``step``: the
+    rows would differ in the last bit with ``step``.
+    """
+    start, stop, step = (_as_python_number(bound) for bound in (start, stop, step))
+    rows = RangeRows.of(start, stop, step, dtype)
+    first = start.astype(dtype)
+    delta = (start + step).astype(dtype) - first
+    return RangeRows(first, delta, rows.length, dtype)
+
+
+def _as_python_number(bound: Any) -> Any:
+    """A traced bound in the precision of the Python number ``.item()`` gives: int64 or float64."""
+    bound = jnp.asarray(bound)
+    return bound.astype("float64" if jnp.issubdtype(bound.dtype, jnp.inexact) else "int64")
+
+
 @jax_funcify.register(ARange)
 def _arange(op: ARange, **kwargs: Any) -> Callable[..., Any]:
     def arange(start: Any, stop: Any, step: Any) -> Any:
         if any(is_traced(bound) for bound in (start, stop, step)):
-            return RangeRows.of(start, stop, step, op.dtype)
+            return traced_range(start, stop, step, op.dtype)
         return arange_values(*static_scalars((start, stop, step)), dtype=op.dtype)
 
     return arange

@@ -10,9 +10,16 @@ from aesara.compile.io import In
 from aesara.tensor import nlinalg, slinalg
 from aesara.tensor.basic import PermuteRowElements, Tri, choose, default
 from aesara.tensor.blas import Dot22, Dot22Scalar, gemm_no_inplace, gemv_no_inplace, ger
-from aesara.tensor.extra_ops import CpuContiguous, fill_diagonal, fill_diagonal_offset, searchsorted
+from aesara.tensor.extra_ops import (
+    CpuContiguous,
+    fill_diagonal,
+    fill_diagonal_offset,
+    ravel_multi_index,
+    searchsorted,
+    unravel_index,
+)
 from aesara.tensor.math import convolve, matmul
-from aesara.tensor.sort import topk_and_argtopk
+from aesara.tensor.sort import argtopk, topk, topk_and_argtopk
 from aesara.tensor.type_other import NoneConst
 
 import aejax.linker
@@ -213,3 +220,58 @@ def test_default_of_a_state_set_to_none():
         f["x"] = None
         results[mode] = [first, f(1.0), f(2.2), f["x"]]
     np.testing.assert_allclose(results[aejax.linker.mode], results[REFERENCE])
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_unravel_index_in_either_order_matches_reference(order):
+    i = at.lvector("i")
+    assert_matches_reference([i], unravel_index(i, (3, 4), order=order), np.array([1, 5, 11]))
+    assert_matches_reference([i], unravel_index(i, (2, 3, 4), order=order), np.array([0, 7, 23]))
+
+
+def test_unravel_index_out_of_bounds_raises_like_reference():
+    i = at.lvector("i")
+    assert_raises_like_reference([i], unravel_index(i, (3, 4)), [np.array([1, 12])], ValueError, "out of bounds")
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_ravel_multi_index_in_each_order_and_mode_matches_reference(order, mode):
+    a, b = at.lvector("a"), at.lvector("b")
+    inside = (np.array([0, 1, 2]), np.array([3, 0, 2]))
+    outside = (np.array([1, 5, -1]), np.array([7, 0, -2]))
+    out = ravel_multi_index((a, b), (3, 4), mode=mode, order=order)
+    assert_matches_reference([a, b], out, *inside)
+    if mode != "raise":
+        assert_matches_reference([a, b], out, *outside)
+
+
+def _extremes(dtype):
+    """A vector holding ``dtype``'s minimum and maximum, and values between."""
+    if dtype == "bool":
+        return np.array([True, False, True, False])
+    info = np.finfo(dtype) if dtype.startswith("float") else np.iinfo(dtype)
+    return np.array([info.min, 5, info.min + 2, info.max, 0], dtype=dtype)
+
+
+TOPK_DTYPES = ["bool", "uint8", "uint64", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
+
+
+@pytest.mark.parametrize("k", [1, 2, -1, -2, 4])
+@pytest.mark.parametrize("dtype", TOPK_DTYPES)
+def test_topk_of_a_dtypes_extremes_matches_reference(dtype, k):
+    """Negative k selects the smallest entries, the dtype's minimum too (negating it overflows)."""
+    x = at.vector("x", dtype=dtype)
+    values = _extremes(dtype)
+    reference, ours = compile_both([x], [topk(x, k, sorted=False), argtopk(x, k, sorted=False)])
+    (expected_values, expected_indices), (got_values, got_indices) = reference(values), ours(values)
+    np.testing.assert_array_equal(np.sort(got_values), np.sort(expected_values))
+    np.testing.assert_array_equal(np.sort(values[got_indices]), np.sort(values[expected_indices]))
+    assert got_values.dtype == expected_values.dtype
+    assert got_indices.dtype == expected_indices.dtype
+
+
+def test_topk_of_int8_minimum_is_the_smallest():
+    x = at.bvector("x")
+    values = np.array([-128, 5, -126], dtype="int8")
+    assert_matches_reference([x], [topk(x, -1, sorted=False), argtopk(x, -1, sorted=False)], values)
