@@ -12,6 +12,7 @@ from typing import Any
 
 import aesara
 import jax
+import numpy as np
 
 
 def variable_name(var: Any) -> str:
@@ -46,6 +47,10 @@ class NodeTypeError(LoweringError, TypeError):
     """A node's inputs do not fit, where Aesara raises a `TypeError`."""
 
 
+class NodeIndexError(LoweringError, IndexError):
+    """A node's inputs do not fit (e.g. a boolean mask's shape), where Aesara raises an `IndexError`."""
+
+
 class NotStaticError(AejaxLinkerError, TypeError):
     """A lowering needed a concrete size or shape while tracing and got a traced value."""
 
@@ -54,12 +59,27 @@ class InputValueError(AejaxLinkerError, TypeError):
     """A value at the linker's storage boundary is not valid for its variable."""
 
 
-class InvalidValueError(AejaxLinkerError, ValueError):
+class ValueCheckError(AejaxLinkerError):
+    """A lowering's check of the values given to a graph failed.
+
+    It passes through the lowering unchanged, like Aesara's own error for the
+    case; each subclass is also the built-in exception Aesara raises there.
+    """
+
+
+class InvalidValueError(ValueCheckError, ValueError):
     """The values given to a graph are invalid for it (a lowering checked them).
 
-    For example a Scan sequence shorter than the number of steps. It passes
-    through the lowering unchanged, like Aesara's own error for the case.
+    For example a Scan sequence shorter than the number of steps.
     """
+
+
+class InvalidMatrixError(InvalidValueError, np.linalg.LinAlgError):
+    """A linear-algebra input is not shaped as the Op needs (where numpy raises `LinAlgError`)."""
+
+
+class ShapeAssertionError(ValueCheckError, AssertionError):
+    """A value's shape is not the one a `SpecifyShape` node specifies (where Aesara raises `AssertionError`)."""
 
 
 class IndexOutOfBoundsError(InvalidValueError, IndexError):
@@ -68,6 +88,36 @@ class IndexOutOfBoundsError(InvalidValueError, IndexError):
 
 class AllocationError(InvalidValueError, MemoryError):
     """A value would need more memory than there is (e.g. a Scan's traces for its ``n_steps``)."""
+
+
+_REBUILDABLE: dict[type, type] = {}
+
+
+def _from_message(self: BaseException, message: str) -> None:
+    BaseException.__init__(self, message)
+
+
+def _rebuildable_type(cls: type[BaseException]) -> type[BaseException]:
+    """A subclass of ``cls`` made from a single message (its ``__init__`` and ``__str__`` those of `BaseException`)."""
+    if cls not in _REBUILDABLE:
+        namespace = {"__init__": _from_message, "__str__": BaseException.__str__, "__module__": cls.__module__}
+        _REBUILDABLE[cls] = type(cls.__name__, (cls,), namespace)
+    return _REBUILDABLE[cls]
+
+
+def rebuildable(error: BaseException) -> BaseException:
+    """``error``, or an error of a subclass of its type with its message, that its type can re-create from a message.
+
+    Aesara's ``raise_with_op`` re-creates the error of a failed call as
+    ``type(error)(message)``; some errors (JAX's ``TracerArrayConversionError``
+    takes a tracer) cannot be made so, and the call would fail with an
+    unrelated ``AttributeError``.
+    """
+    try:
+        type(error)(str(error))
+    except Exception:
+        return _rebuildable_type(type(error))(str(error))
+    return error
 
 
 _LIBRARIES = tuple(str(Path(module.__file__).resolve().parent) for module in (aesara, jax, sys.modules["aejax.linker"]))

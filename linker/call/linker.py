@@ -13,20 +13,23 @@ as the ``jax.Array`` XLA made (`DeviceValue`), where XLA put it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from aesara.graph.basic import Variable
+from aesara.compile.ops import DeepCopyOp, ViewOp
+from aesara.graph.basic import Constant, Variable
 from aesara.link.basic import JITLinker
+from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
 from aejax.adapters import CodecError, KeyCodec, KeyPayloadSpec, StateCodec, codec_for
 from aejax.adapters.jax import as_key_codec
 from aejax.linker.dispatch import jax_funcify
-from aejax.linker.errors import InputValueError, LoweringError, variable_name
+from aejax.linker.errors import InputValueError, LoweringError, rebuildable, variable_name
 from aejax.linker.program.segments import GraphProgram
 from aejax.linker.trace.host_failures import raised_on_host
 from aejax.linker.trace.lowering import lower_nodes
@@ -183,6 +186,36 @@ class DeviceValue(BoundaryValue):
         return value
 
 
+class HostConstantValue(BoundaryValue):
+    """An output that is a constant of the graph JAX cannot hold, e.g. the numpy `Generator` ``default_rng(3)`` folds to.
+
+    The program leaves an empty array in its place, and each call returns a
+    copy of the constant, as Aesara's `DeepCopyOp` does: a key made from a
+    generator would not keep its exact state.
+    """
+
+    def __init__(self, variable: Variable, codec: StateCodec, storage: list[Any], constant: Constant) -> None:
+        super().__init__(variable, codec, storage)
+        self.passes_through = False
+        self.constant = constant
+        self._decode = self._copy
+
+    def _copy(self, value: Any, type_: Any) -> Any:
+        return copy.deepcopy(self.constant.data)
+
+    def leave(self, value: Any) -> Any:
+        return jnp.zeros((0,), "uint8")
+
+
+def host_constant(var: Variable) -> Constant | None:
+    """The constant ``var`` is (or a copy or view of), if it is not an array or scalar that JAX can hold."""
+    while var.owner is not None and isinstance(var.owner.op, (DeepCopyOp, ViewOp)):
+        var = var.owner.inputs[0]
+    if isinstance(var, Constant) and not isinstance(var.type, (TensorType, ScalarType)):
+        return var
+    return None
+
+
 def boundary(
     variables: list[Variable], storage_map: dict[Variable, list[Any]], on_device: frozenset[int] = frozenset()
 ) -> list[BoundaryValue]:
@@ -191,7 +224,10 @@ def boundary(
     for position, var in enumerate(variables):
         codec = codec_for(BACKEND, var.type)
         spec = codec.payload_spec(var.type)
-        if isinstance(spec, KeyPayloadSpec):
+        constant = host_constant(var)
+        if constant is not None:
+            cells.append(HostConstantValue(var, codec, storage_map[var], constant))
+        elif isinstance(spec, KeyPayloadSpec):
             cells.append(KeyBoundaryValue(var, as_key_codec(codec, spec), storage_map[var], spec.impl))
         elif position in on_device and getattr(codec, "host_is_backend", False):
             cells.append(DeviceValue(var, codec, storage_map[var]))
@@ -301,7 +337,14 @@ class JAXCodecLinker(JITLinker):
         outputs = [(cell.storage, compute_map[cell.variable]) for cell in program.output_cells]
 
         def thunk() -> None:
-            for (storage, computed), value in zip(outputs, call([cell[0] for cell in inputs])):
+            try:
+                results = call([cell[0] for cell in inputs])
+            except Exception as error:
+                kept = rebuildable(error)  # Aesara re-creates the error with more text: keep its type and message
+                if kept is error:
+                    raise
+                raise kept from error
+            for (storage, computed), value in zip(outputs, results):
                 storage[0] = value
                 computed[0] = True
 

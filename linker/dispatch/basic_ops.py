@@ -11,6 +11,7 @@ from aesara.compile.builders import OpFromGraph
 from aesara.compile.ops import DeepCopyOp, ViewOp
 from aesara.graph.fg import FunctionGraph
 from aesara.raise_op import CheckAndRaise
+from aesara.typed_list.basic import MakeList
 
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
@@ -60,3 +61,13 @@ def _check_and_raise(op: CheckAndRaise, node: Any = None, **kwargs: Any) -> Call
         return x
 
     return takes_run_time_lengths(check_and_raise, masked=True)
+
+
+@jax_funcify.register(MakeList)
+def _make_list(op: MakeList, **kwargs: Any) -> Callable[..., Any]:
+    """The list of its inputs: inside the trace a typed list is a Python list of JAX values."""
+
+    def make_list(*items: Any) -> list[Any]:
+        return list(items)
+
+    return make_list

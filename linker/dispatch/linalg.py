@@ -31,7 +31,7 @@ from aesara.tensor.slinalg import (
 
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.errors import LoweringError
+from aejax.linker.errors import InvalidMatrixError, LoweringError, variable_name
 from aejax.linker.lengths.ragged import Ragged
 
 
@@ -123,8 +123,22 @@ def _tensor_solve(op: TensorSolve, node: Any = None, **kwargs: Any) -> Callable[
     return tensor_solve
 
 
+def _check_lstsq_shapes(node: Any, a: Any, b: Any) -> None:
+    """`InvalidMatrixError` (numpy's `LinAlgError`) unless ``a`` is a matrix with as many rows as ``b``."""
+    name = variable_name(node.inputs[0])
+    if np.ndim(a) != 2:
+        raise InvalidMatrixError(
+            f"node {node}: {np.ndim(a)}-dimensional array {name!r} given. Array must be two-dimensional"
+        )
+    if np.ndim(b) not in (1, 2) or np.shape(b)[0] != np.shape(a)[0]:
+        raise InvalidMatrixError(
+            f"node {node}: incompatible dimensions: {name!r} has shape {np.shape(a)}, "
+            f"{variable_name(node.inputs[1])!r} has shape {np.shape(b)}"
+        )
+
+
 @jax_funcify.register(Lstsq)
-def _lstsq(op: Lstsq, **kwargs: Any) -> Callable[..., Any]:
+def _lstsq(op: Lstsq, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     """numpy's ``lstsq`` (LAPACK's ``gelsd``): the solution, residuals, rank and singular values.
 
     Singular values up to ``rcond`` times the largest count as zero; an
@@ -134,6 +148,7 @@ def _lstsq(op: Lstsq, **kwargs: Any) -> Callable[..., Any]:
     """
 
     def lstsq(a: Any, b: Any, rcond: Any) -> tuple[Any, ...]:
+        _check_lstsq_shapes(node, a, b)
         a, b = inexact(a, b)
         u, s, vt = jnp.linalg.svd(a, full_matrices=False)
         precision = jnp.finfo(s.dtype).eps / 2  # LAPACK's machine precision: the unit roundoff

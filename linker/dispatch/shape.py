@@ -11,7 +11,7 @@ from aesara.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.errors import InvalidValueError, variable_name
+from aejax.linker.errors import ShapeAssertionError, variable_name
 from aejax.linker.lengths.concrete import is_traced, static_ints
 from aejax.linker.lengths.consumers import takes_run_time_lengths
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, rows_padded
@@ -60,7 +60,7 @@ def _shape_text(dims: Sequence[Any]) -> str:
 
 @jax_funcify.register(SpecifyShape)
 def _specify_shape(op: SpecifyShape, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
-    """Check ``x``'s shape against the specified one: `InvalidValueError` naming ``x`` and both shapes.
+    """Check ``x``'s shape against the specified one: `ShapeAssertionError` (an `AssertionError`, as Aesara's) naming ``x`` and both shapes.
 
     A concrete mismatch raises while tracing; a size that is a traced value,
     or the run-time length of a `Ragged` ``x``, is a run-time check
@@ -77,13 +77,16 @@ def _specify_shape(op: SpecifyShape, node: Any = None, **kwargs: Any) -> Callabl
             for want, var in zip(shape, node.inputs[1:])
         ]
         shown = ["?" if is_traced(size) else size for size in got]
-        message = f"{name!r} has shape {_shape_text(shown)}, but node {node} specifies shape {_shape_text(expected)}"
+        message = (
+            f"SpecifyShape: {name!r} has shape {_shape_text(shown)}, "
+            f"but node {node} specifies shape {_shape_text(expected)}"
+        )
         pairs = [(want, size) for want, size in zip(shape, got) if want is not None]
         if any(int(want) != size for want, size in pairs if not (is_traced(want) or is_traced(size))):
-            raise InvalidValueError(message)
+            raise ShapeAssertionError(message)
         traced = [want == size for want, size in pairs if is_traced(want) or is_traced(size)]
         if traced:
-            require(jnp.stack(traced), InvalidValueError, message, f"node {node}")
+            require(jnp.stack(traced), ShapeAssertionError, message, f"node {node}")
         if isinstance(x, Ragged) and shape[0] is not None and not is_traced(shape[0]):
             return rows_padded(x.buffer, int(shape[0]))
         return x

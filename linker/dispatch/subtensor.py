@@ -13,6 +13,7 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
+from aesara.graph.basic import Constant
 from aesara.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
@@ -28,7 +29,7 @@ from jax import lax
 
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.errors import IndexOutOfBoundsError
+from aejax.linker.errors import IndexOutOfBoundsError, NotStaticError
 from aejax.linker.lengths import masked
 from aejax.linker.lengths.concrete import is_traced, static_scalars
 from aejax.linker.lengths.consumers import takes_run_time_lengths
@@ -72,6 +73,7 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
             return ragged_subtensor(selected_rows_first(x), indices, node)
         if any(isinstance(v, Masked) for v in (x, *index_values)):
             return masked.gather(selected_rows_first(x), index_values, node)
+        _require_concrete_masks(index_values, node)
         check_bounds(jnp.shape(x), indices, node)
         return indexable(x, index_values)[static_slices(indices)]
 
@@ -81,6 +83,23 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
         ranges=bool(idx_list) and len(idx_list) == 1,
         masked=not idx_list,
     )
+
+
+def _require_concrete_masks(index_values: Sequence[Any], node: Any) -> None:
+    """`NotStaticError` if a boolean index is traced: the length it selects depends on its values.
+
+    A leading mask followed by slices only is a `Masked` selection (an update
+    at it, by full slices only, a ``where``); any other
+    (a mask beside an index array or another mask: ``x[[0], m]``,
+    ``x[m1, m2]``) needs the mask's values, so the node runs on the host
+    between programs (`aejax.linker.program.host_node`).
+    """
+    for value in index_values:
+        if is_traced(value) and getattr(value, "dtype", None) == np.bool_:
+            raise NotStaticError(
+                f"node {node} indexes with a traced boolean mask beside other indices; the number "
+                "of elements it selects depends on the mask's values"
+            )
 
 
 def _indexed_by_arrays_only(node: Any, node_indices_from: int) -> bool:
@@ -122,11 +141,22 @@ def check_bounds(shape: tuple[int, ...], indices: tuple[Any, ...], node: Any) ->
             continue
         kind = "" if isinstance(index, slice) else _dtype_kind(index)
         if kind == "b":
+            _check_mask_shape(index, shape[axis : axis + np.ndim(index)], axis, node)
             axis += np.ndim(index)
             continue
         if kind in ("i", "u") and axis < len(shape):
             _check_axis(index, axis, shape[axis], node)
         axis += 1
+
+
+def _check_mask_shape(mask: Any, sizes: tuple[Any, ...], axis: int, node: Any) -> None:
+    """`IndexOutOfBoundsError` (an `IndexError`, as numpy's) unless ``mask`` has the sizes of the axes it indexes."""
+    mask_shape = tuple(np.shape(mask))
+    if mask_shape and not any(is_traced(size) for size in sizes) and mask_shape != tuple(sizes):
+        raise IndexOutOfBoundsError(
+            f"boolean index did not match shape of indexed array in index {axis}: got {mask_shape}, "
+            f"expected {tuple(sizes)} in node {node}"
+        )
 
 
 def _require_broadcastable(indices: tuple[Any, ...], node: Any) -> None:
@@ -202,7 +232,7 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
     # x[i] += y read as numpy does (each position once) is written for whole arrays only: index
     # arrays of run-time length (which may repeat a position) enter it from the host, after a split.
     whole_arrays_only = ignore_duplicates and not set_instead_of_inc
-    by_boolean_mask = isinstance(op, AdvancedIncSubtensor) and _slices_after_a_mask(node, 2) == 0
+    by_boolean_mask = isinstance(op, AdvancedIncSubtensor) and _only_full_slices_after_a_mask(node, 2)
     by_arrays = not whole_arrays_only and _indexed_by_arrays_only(node, node_indices_from=2)
 
     def inc_subtensor(x: Any, y: Any, *index_values: Any) -> Any:
@@ -221,6 +251,7 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
         indices = tuple(indices_from_subtensor(index_values, idx_list) if idx_list else index_values)
         if idx_list and _rows_with_traced_bounds(indices):  # x[a:b] = y, a or b traced: rows at run-time positions
             return ragged_update(x, y, indices, set_instead_of_inc, node)
+        _require_concrete_masks(index_values, node)
         check_bounds(jnp.shape(x), indices, node)
         return updated_at(jnp.asarray(x), static_slices(indices), y, set_instead_of_inc, ignore_duplicates)
 
@@ -293,6 +324,15 @@ def _slices_after_a_mask(node: Any, node_indices_from: int) -> int | None:
     if not first_is_mask or not all(isinstance(i.type, SliceType) for i in indices[1:]):
         return None
     return len(indices) - 1
+
+
+def _only_full_slices_after_a_mask(node: Any, node_indices_from: int) -> bool:
+    """Whether ``node`` indexes with a boolean mask followed by constant full slices only (``x[mask]``,
+    ``x[mask, ...]``, ``x[mask, :]``): numpy's ``x[mask]``, as axes after the last index are taken whole."""
+    if _slices_after_a_mask(node, node_indices_from) is None:
+        return False
+    after = node.inputs[node_indices_from + 1 :]
+    return all(isinstance(i, Constant) and i.data == slice(None) for i in after)
 
 
 def boolean_mask_update(x: Any, y: Any, mask: Any, set_instead_of_inc: bool, node: Any) -> Any:

@@ -118,6 +118,12 @@ def bounded_shape(shape: tuple[Any, ...], sizes: Sequence[Any]) -> tuple[tuple[i
     if bound is None:
         raise NotStaticError(f"a size or shape must be known while tracing (size {leading} has no bound)")
     require(shape[0] >= 0, ValueError, f"the size {leading} is negative", f"size {leading}")
+    require(
+        shape[0] <= bound,
+        RuntimeError,
+        f"the size {leading} exceeds the bound {bound} aejax read from the graph; please report this graph",
+        f"size {leading}",
+    )  # a wrong bound would cut the value silently
     return (max(bound, 0), *trailing), jnp.clip(shape[0], 0, bound)
 
 

@@ -6,7 +6,7 @@ whose size is a constant. Values computed from such a length (the backward
 loop's step count in a gradient, ``zeros(trace.shape[0])``) are bounded as
 well. `upper_bound` finds that bound by interval arithmetic over the graph
 (constants, static shapes, `Shape_i` and ``x.shape[i]``, and integer
-``+ - * neg max min switch``), so a lowering can allocate the bound and carry
+``+ - * ** neg max min switch``), so a lowering can allocate the bound and carry
 the run-time length beside it (`aejax.linker.lengths.ragged.Ragged`) instead of
 needing the length while tracing.
 
@@ -15,11 +15,19 @@ a concrete integer is its own bound, and an array's shape is known even when
 its values are not (a `Ragged` value's rows are at most its buffer's). So
 ``zeros(x.shape[0] - trace.shape[0])`` is bounded by the length of an input
 ``x``, which the graph's types leave open but every trace fixes.
+
+An interval is also what every element of an integer tensor may hold: a
+constant array's least and greatest elements, an ``arange``'s ends, the
+elements of ``x`` for ``x[i]`` and ``x[a:b]``. A Scan lowering says what its
+step's sequence rows hold (`values_within`): the elements of the outer
+sequence. So a loop nested in a loop over ``arange(10)`` running over
+``arange(1, 1 + 2 ** d)`` (aehmc's NUTS: the trajectory of the tree depth
+``d``) has at most 512 steps, though ``d`` is traced in the outer step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import MappingProxyType
@@ -30,18 +38,28 @@ from aesara import scalar as aes
 from aesara.graph.basic import Constant, Variable
 from aesara.scan.op import Scan
 from aesara.tensor.basic import Alloc, AllocEmpty, ARange, ScalarFromTensor, TensorFromScalar
-from aesara.tensor.elemwise import Elemwise
-from aesara.tensor.shape import Shape, Shape_i
-from aesara.tensor.subtensor import IncSubtensor, Subtensor
+from aesara.tensor.elemwise import DimShuffle, Elemwise
+from aesara.tensor.shape import Shape, Shape_i, SpecifyShape, Unbroadcast
+from aesara.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, IncSubtensor, Subtensor
 
 from aejax.linker.graph.scan_layout import ScanLayout
 from aejax.linker.lengths.ragged import Masked, Ragged
 
+ELEMENTS_OF_FIRST_INPUT = (Subtensor, AdvancedSubtensor1, AdvancedSubtensor, DimShuffle, Unbroadcast, SpecifyShape)
+"""Ops whose output's elements are among their first input's: their values lie within its interval."""
+
 Interval = tuple[int, int] | None
-"""The least and greatest value an integer may take, or ``None`` when unknown."""
+"""The least and greatest value an integer (every element of an integer tensor) may take, or ``None`` when unknown."""
 
 
 _TRACED_VALUES: ContextVar[Mapping[Variable, Any]] = ContextVar("aejax_traced_values", default=MappingProxyType({}))
+_VALUES_WITHIN: ContextVar[Mapping[int, tuple[Any, tuple[int, int]]]] = ContextVar(
+    "aejax_values_within", default=MappingProxyType({})
+)
+"""Traced values known to lie within an interval, by ``id`` (each with the value, which keeps its ``id`` its own)."""
+
+MAX_POWER_BITS = 128
+"""Largest bit length of a power's bound worked out (any larger one overflows every integer dtype)."""
 
 
 @contextmanager
@@ -52,6 +70,30 @@ def tracing(values: Mapping[Variable, Any]) -> Iterator[None]:
         yield
     finally:
         _TRACED_VALUES.reset(token)
+
+
+@contextmanager
+def values_within(values: Iterable[tuple[Any, tuple[int, int]]]) -> Iterator[None]:
+    """Let the bounds found meanwhile take each traced value of ``values`` within its interval.
+
+    A Scan lowering says so of its step's sequence rows. The interval goes
+    with the value, not with a variable: whichever variable of whichever
+    graph holds that value has it. (Variables would not do: Aesara's inner
+    graphs share their nominal inputs, so the first input of a nested loop's
+    step is the same variable as that of the loop around it.) The values add
+    to those of enclosing calls.
+    """
+    added = {id(value): (value, interval) for value, interval in values}
+    token = _VALUES_WITHIN.set(MappingProxyType({**_VALUES_WITHIN.get(), **added}))
+    try:
+        yield
+    finally:
+        _VALUES_WITHIN.reset(token)
+
+
+def value_interval(var: Variable) -> Interval:
+    """The least and greatest value every element of the integer tensor ``var`` may take, if the graph bounds them."""
+    return _Bounds().interval(var)
 
 
 def upper_bound(var: Variable) -> int | None:
@@ -86,6 +128,15 @@ _BINARY: dict[type, Callable[[int, int], int]] = {
 }
 
 
+def _power(base: Interval, exponent: Interval) -> Interval:
+    """The interval of ``base ** exponent`` for integers ``>= 0`` (monotone there, so its corners bound it)."""
+    if base is None or exponent is None or base[0] < 0 or exponent[0] < 0:
+        return None
+    if base[1] > 1 and base[1].bit_length() * exponent[1] > MAX_POWER_BITS:
+        return None
+    return _combine(base, exponent, lambda x, y: x**y)
+
+
 def _scalar_op_interval(op: object, args: list[Interval]) -> Interval:
     if isinstance(op, (aes.Identity, aes.Cast)):
         return args[0]  # a cast that would wrap is caught by `_in_dtype`
@@ -93,6 +144,8 @@ def _scalar_op_interval(op: object, args: list[Interval]) -> Interval:
         return -args[0][1], -args[0][0]
     if isinstance(op, aes.Switch) and args[1] is not None and args[2] is not None:
         return min(args[1][0], args[2][0]), max(args[1][1], args[2][1])
+    if isinstance(op, aes.Pow) and len(args) == 2:
+        return _power(*args)
     corners = next((f for kind, f in _BINARY.items() if isinstance(op, kind)), None)
     if corners is None or not args:
         return None
@@ -118,10 +171,12 @@ class _Bounds:
         self._intervals: dict[Variable, Interval] = {}
         self._lengths: dict[Variable, int | None] = {}
         self._traced = _TRACED_VALUES.get()
+        self._within = _VALUES_WITHIN.get()
 
     def interval(self, var: Variable) -> Interval:
         if var not in self._intervals:
-            self._intervals[var] = _in_dtype(var, self._find_interval(var))
+            integer = np.dtype(getattr(var.type, "dtype", "object")).kind in "iu"
+            self._intervals[var] = _in_dtype(var, self._find_interval(var)) if integer else None
         return self._intervals[var]
 
     def upper(self, var: Variable) -> int | None:
@@ -136,8 +191,10 @@ class _Bounds:
     def _find_interval(self, var: Variable) -> Interval:
         known = var.data if isinstance(var, Constant) else self._traced.get(var)
         if isinstance(var, Constant) or _concrete(known):
-            data = np.asarray(known)
-            return (int(data), int(data)) if data.ndim == 0 and data.dtype.kind in "iu" else None
+            return _elements_interval(np.asarray(known))
+        within = self._within.get(id(known)) if known is not None else None
+        if within is not None and within[0] is known:
+            return within[1]
         node = var.owner
         if node is None:
             return None
@@ -147,8 +204,10 @@ class _Bounds:
         entry = _shape_entry(node)
         if entry is not None:
             return self._axis_interval(*entry)
-        if isinstance(op, (ScalarFromTensor, TensorFromScalar)):
+        if isinstance(op, (ScalarFromTensor, TensorFromScalar, *ELEMENTS_OF_FIRST_INPUT)):
             return self.interval(node.inputs[0])
+        if isinstance(op, ARange):
+            return self._arange_elements(*node.inputs)
         scalar_op = op.scalar_op if isinstance(op, Elemwise) else op
         return _scalar_op_interval(scalar_op, [self.interval(i) for i in node.inputs])
 
@@ -194,6 +253,15 @@ class _Bounds:
         (low, _), (_, high), (step_value, _) = bounds
         return max(0, -(-(high - low) // step_value))
 
+    def _arange_elements(self, start: Variable, stop: Variable, step: Variable) -> Interval:
+        """What an integer ``arange`` holds, for a constant step: from ``start`` up to ``stop - 1`` (down to ``stop + 1``)."""
+        first, last, steps = (self.interval(v) for v in (start, stop, step))
+        if first is None or last is None or steps is None or steps[0] != steps[1] or steps[0] == 0:
+            return None
+        if steps[0] > 0:
+            return first[0], max(first[0], last[1] - 1)  # an empty range holds nothing, so any interval does
+        return min(first[1], last[0] + 1), first[1]
+
     def _scan_output_length(self, node: Any, index: int) -> int | None:
         """A Scan output is at most as long as its outer buffer (a nit-sot: its size input)."""
         position = ScanLayout.of(node.op).size_input_of_output(index)
@@ -214,6 +282,13 @@ def _shape_entry(node: Any) -> tuple[Variable, int] | None:
     if shape is None or not isinstance(shape.op, Shape):
         return None
     return shape.inputs[0], int(node.inputs[1].data)
+
+
+def _elements_interval(data: np.ndarray) -> Interval:
+    """The least and greatest element of a concrete integer array (``None`` for other dtypes, or no elements)."""
+    if data.dtype.kind not in "iu" or data.size == 0:
+        return None
+    return int(data.min()), int(data.max())
 
 
 def _concrete(value: Any) -> bool:

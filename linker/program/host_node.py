@@ -27,8 +27,12 @@ class HostNodeWarning(UserWarning):
 
 
 def runs_on_host(node: Apply) -> bool:
-    """Whether ``node`` can run on the host between programs: its inputs and outputs are arrays or scalars."""
-    return all(is_numeric(var) for var in (*node.inputs, *node.outputs))
+    """Whether ``node`` can run on the host between programs: its inputs and outputs are arrays or scalars.
+
+    An input may also be a constant of another type (the slice of ``x[:, mask]``): it never crosses a program.
+    """
+    inputs_fit = all(is_numeric(var) or isinstance(var, Constant) for var in node.inputs)
+    return inputs_fit and all(is_numeric(var) for var in node.outputs)
 
 
 class HostNode:

@@ -68,9 +68,18 @@ from aejax.linker.dispatch.callback import host_generator, perform_callback, spl
 from aejax.linker.dispatch.tensor_basic import bounded_shape, require_memory
 from aejax.linker.errors import IndexOutOfBoundsError, InvalidValueError, LoweringError, variable_name
 from aejax.linker.graph.scan_layout import ScanLayout, split_by
+from aejax.linker.lengths.bounds import value_interval, values_within
 from aejax.linker.lengths.concrete import is_traced, static_ints
 from aejax.linker.lengths.consumers import takes_run_time_lengths
-from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, buffer_of, row_count, rows_padded
+from aejax.linker.lengths.ragged import (
+    RUN_TIME_LENGTH,
+    NeedsSplit,
+    Ragged,
+    RangeRows,
+    buffer_of,
+    row_count,
+    rows_padded,
+)
 from aejax.linker.rewrites import rewrites_asked_by, scan_rewrites
 from aejax.linker.scan.carry import (
     Carry,
@@ -235,19 +244,31 @@ class LoweredScan:
     def __call__(self, *outer: Any) -> Any:
         try:
             results = self.outputs(*outer)
-        except LoweringError as error:
+        except (LoweringError, NeedsSplit) as error:
             if not self.step_decides_shape(error) or any(isinstance(v, RUN_TIME_LENGTH) for v in outer):
                 raise
             results = self.on_host(outer)
         return results if len(results) > 1 else results[0]
 
-    def step_decides_shape(self, error: LoweringError) -> bool:
+    def sequence_row_intervals(self) -> list[tuple[int, int] | None]:
+        """What each sequence row of the step may hold: its outer sequence's elements, where the graph bounds them.
+
+        Asked while the graph around the Scan is traced, whose values the
+        outer sequences' bounds may read (`aejax.linker.lengths.bounds`).
+        """
+        return [value_interval(seq) for seq in self.node.inputs[1 : 1 + self.layout.n_seqs]]
+
+    def step_decides_shape(self, error: LoweringError | NeedsSplit) -> bool:
         """Whether ``error`` is a shape inside the step that depends on the step's own values.
 
         Such a shape (``arange(y_t)`` for a sequence value ``y_t``) differs from
         step to step, which no JAX loop can express; making inputs of the
-        compiled function static cannot help either.
+        compiled function static cannot help either. So does the trace of an
+        ``until`` loop in the step where its length must be known
+        (``dot(trace, trace)``, `NeedsSplit`): no program splits inside a loop.
         """
+        if isinstance(error, NeedsSplit):
+            return True
         if not error.needs_static or error.node is None or error.node is self.node:
             return False
         per_step = set(self.inner.inputs[: len(self.inner.inputs) - self.layout.n_non_seqs])
@@ -360,8 +381,16 @@ class LoweredScan:
         shared: Sequence[Any],
         non_seqs: Sequence[Any],
     ) -> list[list[Any]]:
-        """One step of the inner graph, its outputs grouped as `ScanLayout.inner_outputs`."""
-        outs = self.inner(*seq_rows, *flatten(mit_mot_rows), *flatten(sot_rows), *shared, *non_seqs)
+        """One step of the inner graph, its outputs grouped as `ScanLayout.inner_outputs`.
+
+        The sequence rows are traced within their outer sequences' bounds
+        (`sequence_row_intervals`): a size computed from a row
+        (``arange(1, 1 + 2 ** d)`` for a row ``d`` of ``arange(10)``) is then
+        bounded, and a loop nested in the step is a bounded `lax.while_loop`.
+        """
+        bounded = [(row, within) for row, within in zip(seq_rows, self.sequence_row_intervals()) if within is not None]
+        with values_within(bounded):
+            outs = self.inner(*seq_rows, *flatten(mit_mot_rows), *flatten(sot_rows), *shared, *non_seqs)
         return self.layout.inner_outputs(outs)
 
     def check_carry(self, outer: Outer, sot_outs: Sequence[Any], shared_outs: Sequence[Any]) -> None:

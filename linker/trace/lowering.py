@@ -13,7 +13,7 @@ shapes concrete while JAX traces it (the values that must be concrete:
   graph declares, so JAX's promotion rules never change a graph's types.
 
 A failing node raises `LoweringError` naming the node and its traced inputs.
-Two kinds of errors pass through unchanged: `InvalidValueError` (a lowering
+Two kinds of errors pass through unchanged: a `ValueCheckError` (a lowering
 found the graph's values invalid) and the exception an Op declares it raises
 (``exc_type``, as `CheckAndRaise` does).
 """
@@ -36,7 +36,16 @@ from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.type import DenseTensorType, TensorType
 
 from aejax.linker.checks import NeedsChecks, require
-from aejax.linker.errors import InvalidValueError, LoweringError, NodeTypeError, NodeValueError, NotStaticError
+from aejax.linker.errors import (
+    InvalidValueError,
+    LoweringError,
+    NodeIndexError,
+    NodeTypeError,
+    NodeValueError,
+    NotStaticError,
+    ValueCheckError,
+    variable_name,
+)
 from aejax.linker.lengths import masked
 from aejax.linker.lengths.bounds import length_bound, tracing
 from aejax.linker.lengths.concrete import is_shape_failure, is_traced
@@ -158,15 +167,22 @@ def reference_failure(node: Apply, args: Sequence[Any]) -> Exception | None:
     return None
 
 
+def _failure_kind(reference: Exception) -> type[LoweringError]:
+    """The `LoweringError` raised where Aesara's implementation raises ``reference``: of the same built-in kind."""
+    if isinstance(reference, TypeError):
+        return NodeTypeError
+    return NodeIndexError if isinstance(reference, IndexError) else NodeValueError
+
+
 def traced_failure(node: Apply, args: Sequence[Any], error: Exception) -> Exception:
     """What ``node`` failing with ``error`` while tracing is raised as.
 
     A failed check of the graph's values passes through; a size or shape that
     had to be concrete is a `LoweringError` asking for static inputs; inputs
     on which Aesara's own implementation fails too raise that failure's class
-    (`NodeValueError`, `NodeTypeError`); anything else is a `LoweringError`.
+    (`NodeValueError`, `NodeTypeError`, `NodeIndexError`); anything else is a `LoweringError`.
     """
-    if isinstance(error, InvalidValueError) or type(error) is getattr(node.op, "exc_type", None):
+    if isinstance(error, ValueCheckError) or type(error) is getattr(node.op, "exc_type", None):
         return error
     described = f"node {node} (Op {node.op}): {type(error).__name__}: {error}"
     if is_shape_failure(error):
@@ -180,7 +196,7 @@ def traced_failure(node: Apply, args: Sequence[Any], error: Exception) -> Except
         )
     reference = reference_failure(node, args)
     if reference is not None:
-        kind = NodeTypeError if isinstance(reference, TypeError) else NodeValueError
+        kind = _failure_kind(reference)
         shapes = ", ".join(str(np.shape(arg)) for arg in args)
         return kind(
             f"the inputs of {described}\ndo not fit (shapes {shapes}); Aesara raises "
@@ -403,11 +419,32 @@ def lookup(env: dict[Variable, Any], var: Variable) -> Any:
     return env[var]
 
 
+MAX_DIMS = 32
+"""The most dimensions a numpy array has (``NPY_MAXDIMS``)."""
+
+
+def check_ranks(node: Apply) -> None:
+    """`InvalidValueError` (a `ValueError`, as numpy's) if an output of ``node`` has more than `MAX_DIMS` dimensions.
+
+    JAX makes such arrays, but Aesara's implementations (numpy arrays) fail on
+    them when the graph runs.
+    """
+    for var in node.outputs:
+        ndim = getattr(var.type, "ndim", 0)
+        if ndim > MAX_DIMS:
+            raise InvalidValueError(
+                f"output {variable_name(var)!r} of node {node} has {ndim} dimensions; arrays have at most {MAX_DIMS}"
+            )
+
+
 def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[Any]:
     """The outputs of ``node``: folded with numpy when concrete, else from its JAX lowering."""
+    check_ranks(node)
     try:
         folded = fold(node, args) if _foldable(node, args) else None
-        out = folded if folded is not None else fn(*args)
+        if folded is not None:
+            return folded
+        return _declared_outputs(node, fn(*args))
     except LoweringError as error:
         if error.node is node:
             raise
@@ -421,13 +458,16 @@ def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[A
             "same loop uses it; JAX needs static shapes there. Use only the last values of "
             "the inner until-loop's outputs, or move it out of the loop.",
             node=node,
+            needs_static=True,  # a shape that depends on values: a loop around ``node`` may run on the host
         ) from error
     except Exception as error:
         failure = traced_failure(node, args, error)
         if failure is error:
             raise
         raise failure from error
-    if folded is not None:
-        return folded
+
+
+def _declared_outputs(node: Apply, out: Any) -> list[Any]:
+    """The values a lowering of ``node`` returned (one, or a sequence of them), each as its output declares."""
     outs = [out] if len(node.outputs) == 1 else list(out)
     return [_declared(value, var) for value, var in zip(outs, node.outputs)]

@@ -161,3 +161,24 @@ def test_rewriting_folds_constants_without_compiling_c_code(monkeypatch):
         )  # cosh of a float32 constant: numpy and XLA may differ by an ulp
     assert compiled == []
     assert aesara.config.cxx  # restored after the rewriting
+
+
+@pytest.mark.parametrize(
+    "maker, seed",
+    [("default_rng", 3), ("RandomState", 3), ("default_rng", None)],
+    ids=["generator", "random state", "unseeded"],
+)
+def test_an_output_that_is_a_new_generator_is_the_references_numpy_generator(maker, seed):
+    """Aesara's ``test_random_maker_op``: the maker folds to a constant generator, returned as a copy each call."""
+    from aesara.tensor.random import op as random_op
+
+    make = getattr(random_op, maker)
+    out = make() if seed is None else make(at.as_tensor_variable(seed))
+    reference, ours = _both([], [out])
+    expected = reference()[0]
+    for _ in range(2):  # the first call and the exact call
+        got = ours()[0]
+        assert type(got) is type(expected)
+        if seed is not None:
+            assert make.random_type.values_eq(got, expected)
+    assert ours()[0] is not ours()[0]

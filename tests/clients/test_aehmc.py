@@ -14,7 +14,7 @@ from aehmc import hmc, integrators, metrics, nuts, trajectory
 from aeppl import joint_logprob
 from aesara.tensor.random.utils import RandomStream
 
-from aejax.linker import CallbackWarning
+from aejax.linker import CallbackWarning, HostNodeWarning
 from tests.clients.helpers import (
     CANDIDATE,
     REFERENCE,
@@ -202,6 +202,63 @@ def test_nuts_transitions_match_reference_on_the_same_draws():
         assert_same_outputs(e, g, rtol=1e-9, atol=1e-12)
     depths = [int(e[4]) for e in expected]
     assert max(depths) >= 4 and any(e[5] for e in expected) and any(e[6] for e in expected), depths
+
+
+MCSE_LOC = np.array([0.0, 3.0])
+MCSE_SCALE = np.array([1.0, 2.0])
+MCSE_COV = np.array([[1.0, 1.0], [1.0, 4.0]])
+"""aehmc 0.0.11's test_nuts_mcse target: scales 1 and 2, correlation 0.5."""
+
+MCSE_TRANSITIONS = 50
+
+
+def nuts_mcse_program(n_steps):
+    """aehmc 0.0.11's ``test_nuts_mcse`` program with ``n_steps`` transitions: ``(y0, trajectory, updates)``.
+
+    One outer Scan of NUTS transitions of aeppl's log-density of a correlated
+    2-D Gaussian, all seven outputs kept, the step size and the inverse mass
+    matrix given as non-sequences (the test's 1.0 and the scales). Inside the
+    outer step run the loop over tree depths and, nested in it, the trajectory
+    loop over ``arange(1, 1 + 2 ** depth)``, an ``until`` loop.
+    """
+    srng = RandomStream(seed=1)
+    Y_rv = srng.multivariate_normal(at.as_tensor(MCSE_LOC), at.as_tensor(MCSE_COV))
+
+    def logprob(y):
+        return joint_logprob(realized={Y_rv: y})[0]
+
+    y0 = Y_rv.clone()
+    initial = nuts.new_state(y0, logprob)
+    trajectory, updates = aesara.scan(
+        nuts.new_kernel(srng, logprob),
+        outputs_info=[{"initial": value} for value in initial] + [None] * 4,
+        non_sequences=(at.as_tensor(1.0), at.as_tensor(MCSE_SCALE)),
+        n_steps=n_steps,
+    )
+    return y0, list(trajectory), updates
+
+
+def test_nuts_mcse_program_runs_in_jax_and_matches_reference_on_the_same_draws():
+    """The whole test_nuts_mcse program is one jit program, its outer Scan a `lax.scan` (no host
+    callback), and computes the reference's chain on the same draws: every output of every transition."""
+    y0, trajectory, updates = nuts_mcse_program(MCSE_TRANSITIONS)
+    functions = []
+    for mode in (CANDIDATE, REFERENCE):  # a copy each: compiling rewrites its Scans' inner graphs in place
+        outputs, new_updates = same_draws(trajectory, updates)
+        functions.append(aesara.function([y0], outputs, updates=new_updates, mode=mode))
+    candidate, reference = functions
+    start = np.random.default_rng(0).standard_normal(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CallbackWarning)  # no Scan run by Aesara on the host
+        warnings.simplefilter("error", HostNodeWarning)  # no node run on the host between programs
+        got = [candidate(start), candidate(start)]  # the second call draws on from where the first stopped
+    assert len(candidate.vm.jit_fn.segments) == 1
+    expected = [reference(start), reference(start)]
+    for e, g in zip(expected, got):
+        assert_same_outputs(e, g, rtol=1e-12, atol=1e-12)
+    depths, turning = expected[0][4], expected[0][5]
+    assert max(depths) >= 2 and turning.any(), depths
+    assert not np.array_equal(expected[0][0], expected[1][0])
 
 
 def logistic_regression_logprob():

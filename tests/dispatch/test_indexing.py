@@ -194,3 +194,53 @@ def test_ignore_duplicates_with_index_arrays_of_run_time_length():
     selected = at.nonzero(flags)[0] % 2
     outputs = [at.inc_subtensor(x[index], 1.0, ignore_duplicates=True) for index in (trace, selected)]
     assert_matches_reference([x, n, flags], outputs, np.zeros(3), 3, np.array([1, 1, 1, 0, 1], "int8"))
+
+
+@pytest.mark.parametrize(
+    "index, expected",
+    [
+        (lambda x: (at.as_tensor_variable([0]), x[0] > 0.5), [1.0, 2.0]),
+        (lambda x: (x[:, 0] > 2, x[0] > 0.5), [4.0, 5.0]),
+        (lambda x: (slice(None), x[0] > 0.5), [[1.0, 2.0], [4.0, 5.0]]),
+        (lambda x: (slice(1, None), x[0] > 0.5, None), [[[4.0], [5.0]]]),
+    ],
+    ids=["index list and mask", "two masks", "slice and mask", "slice, mask and newaxis"],
+)
+def test_traced_boolean_masks_beside_other_indices_run_on_the_host(index, expected):
+    """numpy turns each mask into its ``nonzero()`` index arrays, broadcast together: a length known only from the
+    masks' values, so the node runs on the host with Aesara's implementation (Aesara's ``test_boolean``)."""
+    x = at.dmatrix("x")
+    with pytest.warns(aejax.linker.HostNodeWarning, match="AdvancedSubtensor"):
+        got = assert_matches_reference([x], x[index(x)], np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(got[0], expected)
+
+
+def test_boolean_masks_selecting_different_numbers_of_elements_raise_as_numpy():
+    x = at.dmatrix("x")
+    with pytest.warns(aejax.linker.HostNodeWarning):
+        assert_raises_like_reference(
+            [x], x[x[:, 0] > -1, x[0] > -1], [np.arange(6.0).reshape(2, 3)], IndexError, "shape mismatch"
+        )
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        lambda x: at.inc_subtensor(x[x[:, 0, 0] > 2, ...], 1.0),
+        lambda x: at.set_subtensor(x[x[:, :, 0] > 2, :], 5.0),
+    ],
+    ids=["inc at mask, ellipsis", "set at 2-d mask, full slice"],
+)
+def test_updates_at_a_traced_mask_and_full_slices_stay_in_one_program(update):
+    """Aesara's ``test_boolean``: ``x[mask, ...]`` is ``x[mask]``, an update written with ``where``."""
+    x = at.dtensor3("x")
+    assert_matches_reference([x], update(x), np.arange(24.0).reshape(2, 3, 4))
+    f = aesara.function([x], update(x), mode=aejax.linker.mode)
+    f(np.arange(24.0).reshape(2, 3, 4))
+    assert len(f.vm.jit_fn.segments) == 1
+
+
+def test_an_update_at_a_traced_mask_and_a_partial_slice_runs_on_the_host():
+    x = at.dtensor3("x")
+    with pytest.warns(aejax.linker.HostNodeWarning, match="AdvancedIncSubtensor"):
+        assert_matches_reference([x], at.inc_subtensor(x[x[:, 0, 0] > 2, 1:], 1.0), np.arange(24.0).reshape(2, 3, 4))

@@ -116,3 +116,20 @@ def test_singular_matrix_inside_a_scan_raises_lin_alg_error():
     matrices = at.dtensor3("matrices")
     inverses, _ = aesara.scan(nlinalg.matrix_inverse, sequences=[matrices])
     assert_raises_like_reference([matrices], inverses, (np.stack([SPD[:2, :2], SINGULAR]),), LinAlgError, "singular")
+
+
+@pytest.mark.parametrize(
+    "make_rcond, rcond", [(at.dscalar, 1.0), (at.dvector, np.array([2.0, 1.0]))], ids=["scalar rcond", "vector rcond"]
+)
+def test_lstsq_of_vectors_raises_linalg_error_as_numpy(make_rcond, rcond):
+    """Aesara's ``TestLstsq.test_wrong_coefficient_matrix`` and ``test_wrong_rcond_dimension``."""
+    x, y, z = at.dvector("x"), at.dvector("y"), make_rcond("z")
+    outputs = list(nlinalg.lstsq(x, y, z))
+    args = (np.array([2.0, 1.0]), np.array([2.0, 1.0]), rcond)
+    assert_raises_like_reference([x, y, z], outputs, args, LinAlgError, "1-dimensional array 'x' given")
+
+
+def test_lstsq_with_too_few_rows_on_the_right_raises_linalg_error_as_numpy():
+    a, b = at.dmatrix("a"), at.dvector("b")
+    outputs = list(nlinalg.lstsq(a, b, -1.0))
+    assert_raises_like_reference([a, b], outputs, (SQUARE, np.ones(3)), LinAlgError, "incompatible dimensions")

@@ -261,3 +261,9 @@ def test_every_careduce_matches_reference_with_nan_inputs(dtype):
     if dtype in ("float64", "complex128"):
         value[0, 0] = value[2, 1] = np.nan
     assert_matches_reference([x], outputs, value.astype(dtype))
+
+
+def test_choose_from_a_tuple_of_arrays_lowers_its_make_list():
+    a, c1, c2 = at.lvector("a"), at.lvector("c1"), at.lvector("c2")
+    got = assert_matches_reference([a, c1, c2], at.basic.choose(a, (c1, c2)), [0, 1, 0], [1, 2, 3], [10, 20, 30])
+    np.testing.assert_array_equal(got[0], [1, 20, 3])

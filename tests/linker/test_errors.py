@@ -1,6 +1,7 @@
 """Errors that name the Op, node and variable at fault."""
 
 import warnings
+from types import SimpleNamespace
 
 import aesara
 import aesara.tensor as at
@@ -12,7 +13,7 @@ from aesara.graph.op import Op
 
 import aejax.linker
 from aejax.linker import LoweringError, jaxify
-from tests.reference import compile_both
+from tests.reference import assert_raises_like_reference, compile_both
 
 
 class DoubleOp(Op):
@@ -135,16 +136,95 @@ def test_inputs_that_do_not_fit_raise_the_references_exception_class(build, shap
     [((3,), r"\(3,\)"), (("n",), r"\(n,\)")],
     ids=["constant", "traced"],
 )
-def test_specify_shape_mismatch_is_an_invalid_value_naming_the_variable_and_shapes(specified, expected):
+def test_specify_shape_mismatch_is_an_assertion_error_naming_the_variable_and_shapes(specified, expected):
+    """Aesara's ``SpecifyShape`` raises `AssertionError`, so aejax raises one (not a `ValueError`)."""
     x, n = at.dvector("x"), at.lscalar("n")
     shape = tuple(n if dim == "n" else dim for dim in specified)
     y = at.specify_shape(x, shape) * 2
     reference, ours = compile_both([x, n], y, on_unused_input="ignore")
     with pytest.raises(AssertionError):
         reference(np.ones(2), 3)
-    message = rf"'x' has shape \(2,\), .*specifies shape {expected}"
-    with pytest.raises(aejax.linker.InvalidValueError, match=message) as info:
+    message = rf"^SpecifyShape: 'x' has shape \(2,\), .*specifies shape {expected}"
+    with pytest.raises(AssertionError, match=message) as info:
         ours(np.ones(2), 3)
-    assert not isinstance(info.value, LoweringError)
+    assert not isinstance(info.value, (LoweringError, ValueError))
     assert "static" not in str(info.value)
     np.testing.assert_array_equal(ours(np.ones(3), 3), [2.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("op", [at.set_subtensor, at.inc_subtensor])
+@pytest.mark.parametrize("base", [lambda a: a[:], lambda a: a[0]], ids=["rows", "row"])
+def test_an_increment_of_the_wrong_length_is_an_assertion_error(op, base):
+    """Aesara checks the increment's broadcast with ``SpecifyShape``, which raises `AssertionError`."""
+    a, increment = at.dcol("a"), at.dvector("increment")
+    out = op(base(a), increment)
+    assert_raises_like_reference([a, increment], out, (np.ones((3, 1)), np.ones(2)), AssertionError, "specifies shape")
+    with pytest.raises(AssertionError) as info:
+        aesara.function([a, increment], out, mode=aejax.linker.mode)(np.ones((3, 1)), np.ones(2))
+    assert not isinstance(info.value, ValueError)
+
+
+def test_an_output_of_more_than_32_dimensions_is_a_value_error_as_numpys():
+    x = at.dscalar("x")
+    y = x.dimshuffle(("x",) * 33)
+    assert_raises_like_reference([x], y, (0.0,), ValueError, "has 33 dimensions")
+    with pytest.raises(ValueError) as info:
+        aesara.function([x], y, mode=aejax.linker.mode)(0.0)
+    assert not isinstance(info.value, TypeError)
+
+
+class NamedThingError(RuntimeError):
+    """An error made from an object, not a message, as JAX's ``TracerArrayConversionError`` is."""
+
+    def __init__(self, thing):
+        super().__init__(f"{thing.name} went wrong")
+
+
+class RaisingOp(DoubleOp):
+    """An Op whose lowering raises its declared ``exc_type``, which passes through the lowering."""
+
+    exc_type = NamedThingError
+
+
+def test_an_error_made_from_an_object_keeps_its_type_and_message():
+    """Aesara re-creates a failed call's error from its message; aejax's keeps its type and message."""
+
+    @aejax.linker.jax_funcify.register(RaisingOp)
+    def _raising(op, **kwargs):
+        def raising(x):
+            raise NamedThingError(SimpleNamespace(name="the thing"))
+
+        return raising
+
+    x = at.dvector("x")
+    f = aesara.function([x], RaisingOp()(x), mode=aejax.linker.mode)
+    with pytest.raises(NamedThingError, match="the thing went wrong"):
+        f(np.ones(2))
+
+
+class TupleOp(DoubleOp):
+    """An Op of one output whose lowering returns a tuple of one traced array."""
+
+
+def test_a_lowering_returning_a_tuple_for_one_output_is_a_lowering_error_naming_the_node():
+    @aejax.linker.jax_funcify.register(TupleOp)
+    def _tuple(op, **kwargs):
+        def tuple_(x):
+            return (x * 2,)
+
+        return tuple_
+
+    x = aesara.shared(np.arange(3.0), name="x")
+    f = aesara.function([], TupleOp()(x), mode=aejax.linker.mode)
+    with pytest.raises(LoweringError, match="TupleOp.*TracerArrayConversionError"):
+        f()
+
+
+@pytest.mark.parametrize(
+    "select", [lambda x, m: x[m], lambda x, m: at.inc_subtensor(x[m, ...], 1.0)], ids=["subtensor", "inc_subtensor"]
+)
+def test_a_boolean_mask_of_the_wrong_length_is_an_index_error_as_the_references(select):
+    """Aesara's ``test_boolean``: where Aesara raises `IndexError`, the node's failure is one too."""
+    x = at.dmatrix("x")
+    mask = at.constant(np.array([True, False, True]))
+    assert_raises_like_reference([x], select(x, mask), (np.ones((2, 4)),), IndexError, "boolean index did not match")

@@ -145,7 +145,7 @@ def test_trace_of_a_specified_length_is_checked_in_one_program():
     f = aesara.function(inputs, doubled, mode=aejax.linker.mode)
     f(1.0, 2.0)
     assert len(f.vm.jit_fn.segments) == 1
-    with pytest.raises(aejax.linker.InvalidValueError, match=rf"has shape \(\?,\), .*specifies shape \({length},\)"):
+    with pytest.raises(AssertionError, match=rf"has shape \(\?,\), .*specifies shape \({length},\)"):
         f(1.0, 1e6)
 
 
@@ -294,3 +294,15 @@ def test_columns_of_a_matrix_trace_split_apart():
     trace, _ = aesara.scan(lambda v: (v * 2, until(v.sum() > 50)), outputs_info=v0, n_steps=20)
     left, right = at.split(trace, [1, 2], 2, axis=1)
     assert_matches_reference([v0], [left, right, right.sum()], np.array([1.0, 2.0, 0.5]))
+
+
+@pytest.mark.kind("until")
+def test_a_size_above_its_bound_from_the_graph_raises_instead_of_cutting_the_value(monkeypatch):
+    import aejax.linker.dispatch.tensor_basic as tensor_basic
+
+    x0, limit = at.dscalar("x0"), at.dscalar("limit")
+    sized = at.zeros(doubling_until_above(x0, limit).shape[0] + 1)
+    monkeypatch.setattr(tensor_basic, "upper_bound", lambda var: 2)  # a wrong bound: the trace has 5 rows
+    f = aesara.function([x0, limit], sized, mode=aejax.linker.mode)
+    with pytest.raises(RuntimeError, match="exceeds the bound"):
+        f(1.0, 20.0)
