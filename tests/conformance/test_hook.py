@@ -8,24 +8,13 @@ import aesara
 import aesara.tensor as at
 import numpy as np
 import pytest
-from aesara.graph.basic import Apply, ancestors
-from aesara.graph.op import Op
+from aesara.graph.basic import ancestors
 from aesara.scan.op import Scan
 from aesara.tensor.sort import topk
 
 import aejax.linker
 from conformance import hook
-
-
-class Doubled(Op):
-    """x * 2 in Python; each test registers its own JAX lowering on a subclass."""
-
-    def make_node(self, x):
-        x = at.as_tensor_variable(x)
-        return Apply(self, [x], [x.type()])
-
-    def perform(self, node, inputs, outputs):
-        outputs[0][0] = inputs[0] * 2
+from tests.python_ops import PythonDouble as Doubled
 
 
 @pytest.fixture

@@ -8,23 +8,11 @@ import aesara.tensor as at
 import jax
 import numpy as np
 import pytest
-from aesara.graph.basic import Apply
-from aesara.graph.op import Op
 
 import aejax.linker
 from aejax.linker import LoweringError, jaxify
+from tests.python_ops import PythonDouble as DoubleOp
 from tests.reference import assert_raises_like_reference, compile_both
-
-
-class DoubleOp(Op):
-    """An Op with a Python implementation only."""
-
-    def make_node(self, x):
-        x = at.as_tensor_variable(x)
-        return Apply(self, [x], [x.type()])
-
-    def perform(self, node, inputs, outputs):
-        outputs[0][0] = inputs[0] * 2
 
 
 def test_registering_a_lowering_makes_it_work():
