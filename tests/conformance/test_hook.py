@@ -27,6 +27,16 @@ def redirect(request: pytest.FixtureRequest) -> Iterator[hook.Record]:
         hook.uninstall()
 
 
+def _wrongly_lowered():
+    """A fresh subclass of `Doubled` whose JAX lowering triples: a wrong value for the comparison to find."""
+
+    class WronglyLowered(Doubled):
+        pass
+
+    aejax.linker.jax_funcify.register(WronglyLowered, lambda op, **kwargs: lambda x: x * 3)
+    return WronglyLowered
+
+
 def test_every_function_compiles_on_aejax_whatever_mode_was_asked(redirect):
     x = at.dvector("x")
     for mode in (None, "FAST_RUN", "FAST_COMPILE", aesara.compile.mode.Mode(linker="py")):
@@ -53,13 +63,7 @@ def test_nothing_is_redirected_once_uninstalled():
 
 
 def test_a_wrong_lowering_is_a_wrong_value_naming_the_output(redirect):
-    class WronglyLowered(Doubled):
-        pass
-
-    @aejax.linker.jax_funcify.register(WronglyLowered)
-    def _triple(op, **kwargs):
-        return lambda x: x * 3
-
+    WronglyLowered = _wrongly_lowered()
     x = at.dvector("x")
     doubled = WronglyLowered()(x)
     doubled.name = "doubled"
@@ -71,13 +75,7 @@ def test_a_wrong_lowering_is_a_wrong_value_naming_the_output(redirect):
 
 @pytest.mark.no_compare
 def test_without_compare_a_wrong_lowering_goes_unseen(redirect):
-    class WronglyLowered(Doubled):
-        pass
-
-    @aejax.linker.jax_funcify.register(WronglyLowered)
-    def _triple(op, **kwargs):
-        return lambda x: x * 3
-
+    WronglyLowered = _wrongly_lowered()
     x = at.dvector("x")
     f = aesara.function([x], WronglyLowered()(x))
     assert f([1.0]).tolist() == [3.0]
@@ -99,13 +97,7 @@ def test_a_dtype_or_shape_difference_is_a_wrong_value(redirect):
 
 
 def test_shared_updates_are_applied_once_and_compared(redirect):
-    class WronglyLowered(Doubled):
-        pass
-
-    @aejax.linker.jax_funcify.register(WronglyLowered)
-    def _triple(op, **kwargs):
-        return lambda x: x * 3
-
+    WronglyLowered = _wrongly_lowered()
     total = aesara.shared(np.ones(2), name="total")
     step = aesara.function([], [], updates={total: total * 2})
     step()
