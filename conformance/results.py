@@ -30,6 +30,7 @@ CATEGORIES = {
     "known-bug": "a known aejax bug being fixed",
     "unspecified": "the value is not unique (eigenvector signs, searchsorted of unsorted values): backends may differ",
     "reference": "fails on the asked mode as well, without aejax (the suite against this environment)",
+    "platform": "XLA's arithmetic differs from NumPy's on this platform, in any JAX program (docs/limits.md)",
 }
 """The categories of expected differences, and what each means."""
 

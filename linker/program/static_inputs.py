@@ -3,8 +3,9 @@
 JAX needs static shapes; Aesara decides shapes at run time. When tracing fails
 on a node that depends on integer scalar inputs of the graph (``x[:a]``,
 ``alloc(0, n * 2)``, a scan's ``n_steps``), those inputs are made static: one
-program is compiled per distinct value, and a `ShapeInputWarning` names each
-such input once.
+program is compiled per distinct value. A `ShapeInputWarning` names such an
+input once it takes a second value, when that costs a compilation: a function
+always called with the same value stays silent, as the reference backends do.
 
 Programs are kept per value of the static inputs and per shape of the other
 inputs in a `ProgramCache` of `StaticInputProgram.cache_size` entries (least
@@ -34,7 +35,7 @@ from aejax.linker.program.persistent_cache import use_persistent_cache
 
 
 class ShapeInputWarning(UserWarning):
-    """An input decides a shape, so one program is compiled per value of it."""
+    """An input decides a shape and took a new value, so another program was compiled for it."""
 
 
 def is_integer_scalar(var: Variable) -> bool:
@@ -142,6 +143,8 @@ class StaticInputProgram:
         self._discovered = _Discovered()
         self._lock = threading.Lock()
         self._warned = False
+        self._shape_nodes: dict[int, str] = {}  # static input position -> the node whose shape it decides
+        self._first_values: dict[int, Any] = {}  # static input position -> the value of its first program
         self.shortcut: Shortcut | None = None
 
     @property
@@ -179,6 +182,7 @@ class StaticInputProgram:
         key = tuple(_static_key(a) if i in statics else _shape_key(a) for i, a in enumerate(args))
         program = self.programs.get(key)
         if program is None:
+            self._announce_new_values(statics, key)
             program = self.programs.add(key, self._compile(discovered, key))
             if self.programs.evicted and not self._warned:
                 self._warned = True
@@ -221,16 +225,25 @@ class StaticInputProgram:
             ]
             if not new:
                 return False
-            for pos in sorted(new):
-                warnings.warn(
-                    f"input {variable_name(inputs[pos])!r} decides a shape in node {error.node}; "
-                    "aejax compiles one JAX program per distinct value of it",
-                    ShapeInputWarning,
-                    stacklevel=caller_stacklevel(),
-                )
+            self._shape_nodes.update((pos, str(error.node)) for pos in new)
             positions = tuple(sorted(set(discovered.static_positions) | set(new)))
             self._replace(replace(discovered, static_positions=positions))
         return True
+
+    def _announce_new_values(self, statics: tuple[int, ...], key: tuple[Any, ...]) -> None:
+        """Warn, once per input, when a static input takes a value other than its first program's."""
+        for pos in statics:
+            first = self._first_values.setdefault(pos, key[pos])
+            if key[pos] == first:
+                continue
+            node = self._shape_nodes.pop(pos, None)  # None once warned
+            if node is not None:
+                warnings.warn(
+                    f"input {variable_name(self.inputs[pos])!r} decides a shape in node {node} and took a new "
+                    f"value ({key[pos]!r} after {first!r}); aejax compiles one JAX program per distinct value of it",
+                    ShapeInputWarning,
+                    stacklevel=caller_stacklevel(),
+                )
 
     def _rediscover(self, discovered: _Discovered, found: _Discovered) -> None:
         with self._lock:
