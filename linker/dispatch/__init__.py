@@ -14,6 +14,7 @@ from aejax.linker.dispatch import (  # noqa: F401  (importing registers the lowe
     cumulative,
     elemwise,
     extra_ops,
+    fft,
     ifelse,
     join,
     linalg,

@@ -23,6 +23,7 @@ from aesara.tensor.slinalg import (
     Cholesky,
     CholeskySolve,
     Eigvalsh,
+    EigvalshGrad,
     Expm,
     Solve,
     SolveContinuousLyapunov,
@@ -31,7 +32,7 @@ from aesara.tensor.slinalg import (
 
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
-from aejax.linker.errors import InvalidMatrixError, LoweringError, variable_name
+from aejax.linker.errors import InvalidMatrixError, variable_name
 from aejax.linker.lengths.ragged import Ragged
 
 
@@ -258,14 +259,79 @@ def _cholesky_solve(op: CholeskySolve, node: Any = None, **kwargs: Any) -> Calla
     return cholesky_solve
 
 
+def _hermitian(a: Any, lower: bool) -> Any:
+    """The hermitian (symmetric) matrix LAPACK reads from ``a``: the triangle ``lower`` names, mirrored."""
+    return _read_as(a, "her", lower)
+
+
+def _positive_definite_factor(b: Any, node: Any) -> Any:
+    """The lower Cholesky factor ``L`` of the hermitian ``b = L L^H``; ``LinAlgError`` after the call if ``b`` is not
+    positive definite, as LAPACK's ``sygvd`` reports."""
+    factor = jsl.cholesky(b, lower=True)
+    require(
+        ~jnp.any(jnp.isnan(factor)),
+        np.linalg.LinAlgError,
+        f"node {node}: the matrix b is not positive definite (a leading minor is not positive), "
+        "so the generalized eigenvalue problem cannot be reduced",
+        f"node {node}",
+    )
+    return factor
+
+
+def _reduced(a: Any, factor: Any) -> Any:
+    """``L^-1 a L^-H`` for the Cholesky factor ``L`` of ``b``: its eigenvalues are those of ``a v = w b v``, and its
+    eigenvectors ``u`` give the problem's as ``L^-H u``."""
+    left = jsl.solve_triangular(factor, a, lower=True)  # L^-1 a, whose conjugate transpose is a L^-H
+    return jsl.solve_triangular(factor, left.conj().swapaxes(-1, -2), lower=True)
+
+
+def generalized_eigh(a: Any, b: Any, lower: bool, node: Any) -> tuple[Any, Any]:
+    """scipy's ``eigh(a, b, lower=lower)``: the eigenvalues ``w`` (ascending) and ``b``-orthonormal eigenvectors ``v``
+    of ``a v = w b v``, each matrix read from its triangle ``lower``; ``ValueError`` after the call for an input that
+    is not finite, ``LinAlgError`` for a ``b`` that is not positive definite."""
+    a, b = inexact(a, b)
+    require_finite(node, a, b)
+    factor = _positive_definite_factor(_hermitian(b, lower), node)
+    w, u = jnp.linalg.eigh(_reduced(_hermitian(a, lower), factor))
+    return w, jsl.solve_triangular(factor.conj().swapaxes(-1, -2), u, lower=False)
+
+
 @jax_funcify.register(Eigvalsh)
 def _eigvalsh(op: Eigvalsh, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
-    if len(node.inputs) != 1:
-        raise LoweringError(
-            f"node {node}: JAX has no generalized symmetric eigenvalue solver (Eigvalsh with b)",
-            node=node,
-        )
-    return lambda a: jsl.eigh(a, lower=op.lower, eigvals_only=True)
+    """scipy's ``eigvalsh(a, b=None, lower=lower)``, reading only the triangle ``lower`` names (JAX's ``eigh`` averages
+    ``a`` with its transpose); with ``b``, the generalized problem ``a v = w b v`` reduced to a standard one by the
+    Cholesky factor of ``b`` (`generalized_eigh`)."""
+    dtype = node.outputs[0].dtype
+
+    def eigvalsh(a: Any, b: Any = None) -> Any:
+        if b is None:
+            return jsl.eigh(_hermitian(a, op.lower), eigvals_only=True).astype(dtype)
+        return generalized_eigh(a, b, op.lower, node)[0].astype(dtype)
+
+    return eigvalsh
+
+
+def _folded(g: Any, lower: bool) -> Any:
+    """``g`` with its strict triangle opposite ``lower`` added, transposed, to the one ``lower`` names: the gradient
+    with respect to the entries LAPACK reads."""
+    if lower:
+        return jnp.tril(g) + jnp.triu(g, 1).T
+    return jnp.triu(g) + jnp.tril(g, -1).T
+
+
+@jax_funcify.register(EigvalshGrad)
+def _eigvalsh_grad(op: EigvalshGrad, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    """The gradients of ``eigvalsh(a, b)`` with respect to ``a`` and ``b``, for ``gw`` that of the eigenvalues:
+    ``v diag(gw) v^T`` and ``-v diag(gw w) v^T`` of the generalized eigenvectors ``v``, folded onto the triangle read."""
+    a_dtype, b_dtype = (out.dtype for out in node.outputs)
+
+    def eigvalsh_grad(a: Any, b: Any, gw: Any) -> tuple[Any, Any]:
+        w, v = generalized_eigh(a, b, op.lower, node)
+        grad_a = (v * gw) @ v.T
+        grad_b = -(v * (gw * w)) @ v.T
+        return _folded(grad_a, op.lower).astype(a_dtype), _folded(grad_b, op.lower).astype(b_dtype)
+
+    return eigvalsh_grad
 
 
 @jax_funcify.register(Expm)

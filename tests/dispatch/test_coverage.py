@@ -76,7 +76,6 @@ MISSING = [
     "aesara.scalar.math.Jv",
     "aesara.tensor.nlinalg.EighGrad",
     "aesara.tensor.random.basic.HyperGeometricRV",
-    "aesara.tensor.slinalg.EigvalshGrad",
     "aesara.tensor.slinalg.ExpmGrad",
 ]
 """Ops with no JAX lowering (sorted): gradients of special functions and matrix

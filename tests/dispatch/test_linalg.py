@@ -1,12 +1,16 @@
 """Linear algebra against the reference backend: solutions, and the reference's errors for singular matrices."""
 
+import warnings
+
 import aesara
 import aesara.tensor as at
 import numpy as np
 import pytest
+from aesara.gradient import verify_grad
 from aesara.tensor import nlinalg, slinalg
 
 import aejax.linker
+from aejax.linker import CallbackWarning
 from tests.reference import assert_matches_reference, assert_raises_like_reference, compile_both
 
 rng = np.random.default_rng(11)
@@ -45,6 +49,10 @@ def _solve_with(**options):
     return lambda a: slinalg.Solve(**options)(a, at.constant(B[:2]))
 
 
+def _eigvalsh_of_b(b):
+    return slinalg.eigvalsh(at.constant(SPD[:2, :2]), b)
+
+
 @pytest.mark.parametrize(
     "build, value, match",
     [
@@ -65,6 +73,11 @@ def _solve_with(**options):
             "zero on its diagonal",
             id="triangular",
         ),
+        pytest.param(_eigvalsh_of_b, INDEFINITE, "b is not positive definite", id="eigvalsh with b"),
+        pytest.param(_eigvalsh_of_b, SINGULAR, "b is not positive definite", id="eigvalsh with a singular b"),
+        pytest.param(
+            lambda b: aesara.grad(_eigvalsh_of_b(b).sum(), b), INDEFINITE, "b is not positive definite", id="grad"
+        ),
     ],
 )
 def test_singular_or_indefinite_matrices_raise_lin_alg_error(build, value, match):
@@ -73,7 +86,14 @@ def test_singular_or_indefinite_matrices_raise_lin_alg_error(build, value, match
 
 
 @pytest.mark.parametrize(
-    "build", [slinalg.cholesky, lambda a: slinalg.solve(a, at.constant(B[:2]))], ids=["cholesky", "solve"]
+    "build",
+    [
+        slinalg.cholesky,
+        lambda a: slinalg.solve(a, at.constant(B[:2])),
+        lambda a: slinalg.eigvalsh(a, a),
+        _eigvalsh_of_b,
+    ],
+    ids=["cholesky", "solve", "eigvalsh of a", "eigvalsh of b"],
 )
 def test_inputs_that_are_not_finite_raise_value_error_as_scipy_checks(build):
     a = at.dmatrix("a")
@@ -133,3 +153,45 @@ def test_lstsq_with_too_few_rows_on_the_right_raises_linalg_error_as_numpy():
     a, b = at.dmatrix("a"), at.dvector("b")
     outputs = list(nlinalg.lstsq(a, b, -1.0))
     assert_raises_like_reference([a, b], outputs, (SQUARE, np.ones(3)), LinAlgError, "incompatible dimensions")
+
+
+def _not_symmetric(matrix):
+    """``matrix`` with its strict upper triangle replaced by noise: scipy reads only one triangle."""
+    return matrix + np.triu(rng.normal(size=matrix.shape), 1)
+
+
+@pytest.mark.parametrize("lower", [True, False], ids=["lower", "upper"])
+def test_eigvalsh_reads_one_triangle_of_a(lower):
+    """JAX's ``eigh`` averages ``a`` with its transpose; scipy's ``eigvalsh`` reads the triangle ``lower`` names."""
+    a = at.dmatrix("a")
+    assert_matches_reference([a], slinalg.Eigvalsh(lower)(a, at.NoneConst), _not_symmetric(SPD - 4 * np.eye(4)))
+
+
+@pytest.mark.parametrize("dtype, tolerance", [("float64", 1e-10), ("float32", 1e-5)])
+@pytest.mark.parametrize("lower", [True, False], ids=["lower", "upper"])
+@pytest.mark.parametrize("size", [1, 3, 5])
+def test_generalized_eigvalsh_and_its_gradients_match_the_reference(size, lower, dtype, tolerance):
+    """``a v = w b v`` for a symmetric ``a`` and a positive definite ``b``, each read from one triangle, as Aesara's
+    ``test_eigvalsh`` and ``test_eigvalsh_grad`` build them; the gradients of a weighted sum of the eigenvalues.
+
+    In float32 both backends round differently along the way: the values agree to ``tolerance`` of their scale.
+    Both Ops run as JAX code, not on the host through a callback.
+    """
+    a, b = at.matrix("a", dtype=dtype), at.matrix("b", dtype=dtype)
+    w = slinalg.Eigvalsh(lower)(a, b)
+    a_value = rng.normal(size=(size, size))
+    values = [m.astype(dtype) for m in (a_value + a_value.T, 10 * np.eye(size) + rng.normal(size=(size, size)))]
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        reference, ours = compile_both([a, b], [w, *aesara.grad((w * np.arange(1.0, size + 1)).sum(), [a, b])])
+        got_values = ours(*values)
+    assert not [warning for warning in record if issubclass(warning.category, CallbackWarning)]
+    for expected, got in zip(reference(*values), got_values):
+        assert (got.dtype, got.shape) == (expected.dtype, expected.shape)
+        np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * np.abs(expected).max())
+
+
+def test_generalized_eigvalsh_gradients_are_the_numerical_ones():
+    a_value = rng.normal(size=(4, 4))
+    values = [a_value + a_value.T, SPD]
+    verify_grad(lambda a, b: slinalg.eigvalsh(a, b).dot(np.arange(1.0, 5.0)), values, rng=rng, mode=aejax.linker.mode)
