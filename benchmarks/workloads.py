@@ -431,6 +431,27 @@ def nuts_logistic(transitions: int, step_size: float = 0.15, seed: int = 3) -> W
     return Workload("NUTS logistic regression", 1.5, inputs, outputs, updates, (start,), hand, (start,))
 
 
+def softplus_logprob(X: np.ndarray, y: np.ndarray) -> Callable[[Any], Any]:
+    """The same log-density written directly in Aesara with ``softplus``, as a user writes it without aeppl."""
+    X_, y_ = at.constant(X), at.constant(y.astype("float64"))
+
+    def logprob(q: Any) -> Any:
+        z = at.dot(X_, q)
+        loglik = at.sum(y_ * z - at.softplus(z))
+        return loglik - 0.5 * at.dot(q, q) - 0.5 * X.shape[1] * np.log(2 * np.pi)
+
+    return logprob
+
+
+def nuts_softplus(transitions: int, step_size: float = 0.15, seed: int = 3) -> Workload:
+    """NUTS on the logistic regression of `nuts_logistic` written with ``at.softplus``: ``transitions`` per call."""
+    X, y = logistic_data()
+    inputs, outputs, updates = nuts_chain(softplus_logprob(X, y), transitions, step_size, 3, seed)
+    hand = numpyro_nuts(logistic_potential(X, y), transitions, step_size, 3, seed)
+    start = np.zeros(3)
+    return Workload("NUTS softplus regression", 1.5, inputs, outputs, updates, (start,), hand, (start,))
+
+
 SGD_SIZES = (128, 1024, 2048)
 """The sizes of the SGD step's weight matrix (issue #27: 1.31x and 1.53x at 1024 and 2048 before it)."""
 
@@ -458,5 +479,6 @@ def suite(scale: float = 1.0) -> dict[str, Callable[[], Workload]]:
         "HMC transition": hmc_transition,
         "NUTS 2-D Gaussian": partial(nuts_gaussian, n(500)),
         "NUTS logistic regression": partial(nuts_logistic, n(500)),
+        "NUTS softplus regression": partial(nuts_softplus, n(500)),
         **{f"SGD step n={size}": partial(sgd_step, size) for size in SGD_SIZES},
     }

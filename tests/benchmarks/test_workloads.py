@@ -5,6 +5,7 @@ import sys
 import time
 from pathlib import Path
 
+import aesara.tensor
 import jax
 import numpy as np
 import pytest
@@ -43,6 +44,7 @@ RANDOM = [
     "HMC transition",
     "NUTS 2-D Gaussian",
     "NUTS logistic regression",
+    "NUTS softplus regression",
 ]
 
 
@@ -75,6 +77,16 @@ def test_random_workloads_draw_finite_values_that_advance(name):
     assert all(np.isfinite(out).all() for out in hand[0])
     if isinstance(work.jax_fn, workloads.KeyedJax):  # the random walk's takes the same key every call
         assert advances(hand)
+
+
+@pytest.mark.parametrize("logprob", [workloads.logistic_logprob, workloads.softplus_logprob], ids=["aeppl", "softplus"])
+def test_logistic_log_densities_are_the_negated_jax_potential(logprob):
+    X, y = workloads.logistic_data()
+    q = aesara.tensor.dvector("q")
+    density = aesara.function([q], logprob(X, y)(q), mode="FAST_COMPILE")
+    potential = workloads.logistic_potential(X, y)
+    for point in ([0.0, 0.0, 0.0], [1.0, -0.5, 0.25], [-2.0, 3.0, 0.5]):
+        np.testing.assert_allclose(density(np.array(point)), -potential(np.array(point)), rtol=1e-12)
 
 
 def test_p1_on_device_takes_and_returns_jax_arrays_on_both_sides():
@@ -148,7 +160,11 @@ def test_chart_leaves_out_workloads_without_hand_written_jax(monkeypatch):
 
 
 def test_only_picks_workloads_by_part_of_their_name():
-    assert run.chosen(list(SMALL), ["nuts"]) == ["NUTS 2-D Gaussian", "NUTS logistic regression"]
+    assert run.chosen(list(SMALL), ["nuts"]) == [
+        "NUTS 2-D Gaussian",
+        "NUTS logistic regression",
+        "NUTS softplus regression",
+    ]
     with pytest.raises(SystemExit, match="no workload matches --only nothing"):
         run.chosen(list(SMALL), ["nothing"])
 
