@@ -1,8 +1,8 @@
 """aejax.adapters: backend-neutral state codecs for Aesara Types.
 
 A codec converts the values of one Aesara `Type` between the host
-representation (numpy arrays, numpy random generators) and one backend's
-storage, and validates backend payloads. Codecs are looked up by
+representation (numpy arrays, numpy random generators, Python objects) and
+one backend's storage, and validates backend payloads. Codecs are looked up by
 ``codec_for(backend, type)`` and published through the ``aejax.codecs``
 entry-point group.
 """
@@ -16,6 +16,7 @@ from aejax.adapters.codec import (
     PayloadError,
     StateCodec,
 )
+from aejax.adapters.generic import GenericCodec, HostPayloadSpec, SliceCodec, stays_on_host
 from aejax.adapters.keyed import HeldKey, KeyedGenerator, KeyedRandomState, held_key_reader
 from aejax.adapters.registry import (
     ENTRY_POINT_GROUP,
@@ -49,7 +50,9 @@ __all__ = [
     "CodecNotFoundError",
     "CodecRegistry",
     "CodecSpec",
+    "GenericCodec",
     "HeldKey",
+    "HostPayloadSpec",
     "KeyCodec",
     "KeyPayloadSpec",
     "KeyedGenerator",
@@ -61,6 +64,7 @@ __all__ = [
     "PhiloxState",
     "PublishedCodecs",
     "SFC64State",
+    "SliceCodec",
     "StateCodec",
     "codec_for",
     "default_registry",
@@ -69,5 +73,6 @@ __all__ = [
     "published_codecs",
     "refresh_codecs",
     "register_codec",
+    "stays_on_host",
     "type_path",
 ]

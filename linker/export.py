@@ -18,12 +18,13 @@ import aesara
 from aesara.compile.sharedvalue import SharedVariable
 from aesara.graph.basic import Variable, ancestors
 
-from aejax.adapters import CodecError, StateCodec, codec_for
+from aejax.adapters import CodecError, StateCodec, codec_for, stays_on_host
 from aejax.linker.call.linker import BACKEND
 from aejax.linker.errors import LoweringError, variable_name
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, NeedsSplit
 from aejax.linker.mode import mode as aejax_mode
 from aejax.linker.program.static_inputs import is_integer_scalar
+from aejax.linker.trace.host_failures import host_object_error, host_objects
 from aejax.linker.trace.lowering import LoweredGraph
 
 State = dict[str, Any]
@@ -113,6 +114,31 @@ def with_static_hint(error: LoweringError, inputs: Sequence[Variable], explicit:
     )
 
 
+ON_HOST = (
+    "Compile the graph with aesara.function(..., mode='AEJAX') instead, which runs such nodes on the "
+    "host between its JAX programs."
+)
+
+
+def check_no_host_objects(fgraph: Any) -> None:
+    """Raise `LoweringError` naming the node or variable if a value of ``fgraph`` stays on the host.
+
+    Such a value (a `Generic` Python object) cannot be an input, an output
+    or a state entry of one pure JAX function.
+    """
+    for node in fgraph.toposort():
+        kept = host_objects(node)
+        if kept:
+            why = "jaxify exports the graph as one pure JAX function, where no node runs on the host"
+            raise host_object_error(node, kept[0], why, ON_HOST)
+    for var in fgraph.inputs + fgraph.outputs:
+        if stays_on_host(var.type):
+            raise LoweringError(
+                f"{variable_name(var)!r} is of type {var.type}, a Python object that stays on the host: an "
+                f"exported pure JAX function cannot take or return it. {ON_HOST}"
+            )
+
+
 def _state_names(shared: Sequence[SharedVariable]) -> list[str]:
     names: list[str] = []
     for index, var in enumerate(shared):
@@ -129,11 +155,13 @@ def jaxify(inputs: Sequence[Variable], outputs: Any, updates: Any = None) -> Jax
     The graph is rewritten as aejax's mode rewrites it. Shape-deciding scalar
     inputs must be static under the caller's `jax.jit` (``static_argnums``);
     the trace of an ``until`` Scan cannot leave the function (its length is
-    known only at run time), but its last values can.
+    known only at run time), but its last values can. A graph with values
+    that stay on the host (`Generic` Python objects) raises `LoweringError`.
     """
     single = not isinstance(outputs, (list, tuple))
     compiled = aesara.function(list(inputs), outputs, updates=updates, mode=aejax_mode)
     fgraph = compiled.maker.fgraph
+    check_no_host_objects(fgraph)
     specs = compiled.maker.inputs
     shared_positions = [i for i, spec in enumerate(specs) if spec.shared]
     shared = [specs[i].variable for i in shared_positions]

@@ -6,7 +6,15 @@ under vmap (one host call per batch element). JAX needs the outputs' shapes
 while tracing. They are the output types' static shapes where known, else the
 Op's ``infer_shape`` evaluated with the inputs' shapes (always known while
 tracing) and the values of the inputs that are not traced. A shape that needs
-a traced value raises `LoweringError`.
+a traced value raises `LoweringError` (asking for static inputs); shapes
+nothing tells raise `UnknownShapesError`, and the node runs on the host
+between two programs instead, where its ``perform`` computes them.
+
+A node that takes or produces Python objects (`Generic` values) needs no
+lowering: it runs on the host between programs. Its fallback lowering only
+raises `HostObjectError`, for the case where it would run inside a program:
+in an inner graph (the node around it then runs on the host, if it can) or
+in a graph exported with ``jaxify``.
 """
 
 from __future__ import annotations
@@ -26,8 +34,8 @@ from aesara.tensor.exceptions import ShapeError
 from aesara.tensor.random.type import RandomStateType
 from aesara.tensor.type import DenseTensorType
 
-from aejax.linker.errors import LoweringError, caller_stacklevel
-from aejax.linker.trace.host_failures import recorded
+from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
+from aejax.linker.trace.host_failures import UnknownShapesError, host_object_error, host_objects, recorded
 from aejax.linker.trace.lowering import fold, host_value, is_numeric, lookup, perform
 
 _NO_PERFORM = {cls.perform for cls in (Op, _NoPythonOp, _NoPythonCOp, _NoPythonExternalCOp)}
@@ -48,8 +56,16 @@ def host_fallback_problem(op: Any, node: Apply | None) -> str | None:
     """Why ``node`` cannot run on the host through a callback; ``None`` if it can."""
     if node is None:
         return "no node was given to run its perform"
+    kept = host_objects(node)
     if type(op).perform in _NO_PERFORM:
+        if kept:
+            return (
+                f"it has no Python perform to run on the host, where its value {variable_name(kept[0])!r} "
+                f"of type {kept[0].type}, a Python object, must stay"
+            )
         return "it has no Python perform to run on the host instead"
+    if kept:
+        return None  # it runs on the host between programs (`host_lowering`)
     others = [str(out.type) for out in node.outputs if not is_numeric(out)]
     if others:
         return f"its outputs of types {', '.join(others)} cannot come back from a host callback"
@@ -57,7 +73,14 @@ def host_fallback_problem(op: Any, node: Apply | None) -> str | None:
 
 
 def host_lowering(node: Apply) -> Callable[..., Any]:
-    """A lowering of ``node`` that runs its ``perform`` through `jax.pure_callback`."""
+    """A lowering of ``node`` that runs its ``perform`` through `jax.pure_callback`.
+
+    For a node of values that stay on the host, one that raises `HostObjectError`:
+    such a node runs on the host between programs, never inside one.
+    """
+    kept = host_objects(node)
+    if kept:
+        return _host_only(node, kept[0])
     run = perform_callback(node)
 
     def on_host(*args: Any) -> Any:
@@ -65,6 +88,19 @@ def host_lowering(node: Apply) -> Callable[..., Any]:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     return on_host
+
+
+def _host_only(node: Apply, var: Variable) -> Callable[..., Any]:
+    def host_only(*args: Any) -> Any:
+        raise host_object_error(
+            node,
+            var,
+            "the node is inside a JAX program here (an inner graph of a Scan or an OpFromGraph), where no "
+            "node runs on the host",
+            "Compute the Python objects outside the inner graph, or compile the graph with another mode.",
+        )
+
+    return host_only
 
 
 def host_generator(rng_type: Any) -> HostInput:
@@ -188,7 +224,7 @@ def _inferred_shapes(node: Apply, args: Sequence[Any], outputs: Sequence[int]) -
         except ShapeError:
             pass
     if shapes is None:
-        raise LoweringError(
+        raise UnknownShapesError(
             f"the output shapes of Op {op} (node {node}) are unknown while tracing: its output "
             "types have no static shape and it has no infer_shape. Give the outputs static shapes "
             "(e.g. with at.specify_shape) or implement infer_shape, so it can run on the host "
@@ -220,7 +256,7 @@ def _evaluate(variables: Sequence[Variable], known: Mapping[Variable, Any], node
     for apply in io_toposort(list(known), variables):
         results = fold(apply, [lookup(values, v) for v in apply.inputs])
         if results is None:
-            raise LoweringError(
+            raise UnknownShapesError(
                 f"could not compute the output shapes of Op {node.op} (node {node}) from its "
                 f"infer_shape: numpy could not evaluate node {apply} of the shape graph",
                 node=node,

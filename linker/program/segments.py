@@ -16,12 +16,19 @@ if another node needs it, the value enters cut to its exact length instead
 mask selected in a program (``x[nonzero(m)]`` and ``log(x[nonzero(m)])``)
 enter the next one sharing one mask again, or all cut to their exact
 length (`MaskGroups`), so nodes there may still combine them.
+
+Nodes may also run on the host between two programs (`HostNode`): those
+that take or produce Python objects (`Generic` values, which stay on the
+host) from the start, and, as tracing finds them, those whose output shape
+depends on values or is unknown. A graph with such values at its boundary,
+or with host nodes, runs as segments; one whose every node runs on the host
+has no jit program at all.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -29,11 +36,20 @@ import jax.numpy as jnp
 import numpy as np
 from aesara.graph.basic import Apply, Constant, Variable
 
+from aejax.adapters import stays_on_host
 from aejax.linker.errors import LoweringError
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, trimmed
-from aejax.linker.program.host_node import HostNode, runs_on_host
+from aejax.linker.program.host_node import (
+    INNER_OBJECTS,
+    UNKNOWN_SHAPES,
+    VALUE_SHAPES,
+    HostNode,
+    host_node_problem,
+    runs_on_host,
+)
 from aejax.linker.program.packing import PackedResults, packed, unpacked
 from aejax.linker.program.static_inputs import Shortcut, StaticInputProgram
+from aejax.linker.trace.host_failures import HostObjectError, UnknownShapesError, host_object_error, host_objects
 from aejax.linker.trace.lowering import LoweredGraph, Step, lookup
 
 
@@ -57,7 +73,7 @@ class Segment:
 
     inputs: list[Variable]
     outputs: list[Variable]
-    program: StaticInputProgram
+    program: StaticInputProgram | HostNode
 
 
 @dataclass(frozen=True)
@@ -66,15 +82,21 @@ class Plan:
 
     ``split_before`` holds nodes whose output shape depends on values a program
     computes: each starts a program of its own, where those values are inputs
-    that may be made static; ``host_nodes`` those for which that did not help,
-    run on the host between two programs (`HostNode`).
+    that may be made static; ``host_nodes`` those run on the host between two
+    programs (`HostNode`): nodes of Python objects, nodes for which a program
+    of their own did not help, and nodes whose output shapes only running
+    them tells or whose inner graph holds Python objects, each with its
+    reason in ``host_reasons``. ``whole`` says that `segments` is one program
+    of the whole graph, taking and returning every value in boundary form.
     """
 
     split_after: frozenset[Apply] = frozenset()
     exact: frozenset[Variable] = frozenset()
     split_before: frozenset[Apply] = frozenset()
     host_nodes: frozenset[Apply] = frozenset()
+    host_reasons: Mapping[Apply, str] = field(default_factory=dict)
     segments: list[Segment] = field(default_factory=list)
+    whole: bool = False
 
 
 def bucket_size(length: int) -> int:
@@ -127,7 +149,12 @@ class GraphProgram:
         self._mask_groups = MaskGroups()
         self._cache_size: int | None = None
         self._nodes = frozenset(node for node, _ in self.steps)
-        self.plan = self._planned(Plan())
+        self._object_nodes = _object_nodes(self.steps)
+        self._host_programs: dict[tuple[Apply, tuple[Variable, ...], tuple[Variable, ...]], HostNode] = {}
+        self._boundary_on_host = any(
+            not isinstance(var, Constant) and stays_on_host(var.type) for var in self.inputs + self.outputs
+        )
+        self.plan = self._planned(Plan(host_nodes=self._object_nodes))
 
     @property
     def cache_size(self) -> int:
@@ -148,24 +175,24 @@ class GraphProgram:
 
     def shortcut(self) -> Shortcut | None:
         """The whole graph's program of the last call, if one jit program computes it and its outputs leave as they are."""
-        segments = self.plan.segments
-        if len(segments) != 1 or self._ragged_outputs:
+        plan = self.plan
+        if not plan.whole or self._ragged_outputs:
             return None
-        return segments[0].program.shortcut
+        return plan.segments[0].program.shortcut
 
     def __call__(self, *args: Any) -> Sequence[Any]:
         """The outputs for ``args``, each in boundary form (a packed output as a numpy view: `aejax.linker.program.packing`)."""
         while True:
             plan = self.plan
             try:
-                if len(plan.segments) == 1:
+                if plan.whole:
                     results = unpacked(plan.segments[0].program(*args))
                     return tuple(map(on_host, results)) if self._ragged_outputs else results
                 return self._run_segments(plan, args)
             except NeedsSplit as split:
                 self._replan(plan, self._split, split)
             except LoweringError as error:
-                if not self._shapes_from_values(error):
+                if not self._isolates(error):
                     raise
                 self._replan(plan, self._isolate, error)
 
@@ -175,7 +202,16 @@ class GraphProgram:
                 self.plan = self._planned(change(plan, why))
 
     def _planned(self, plan: Plan) -> Plan:
-        return replace(plan, segments=self._segments(plan))
+        groups = self._groups(plan)
+        whole = len(groups) <= 1 and not plan.host_nodes and not self._boundary_on_host
+        if whole:
+            segments = [self._whole_graph(groups[0] if groups else [])]
+        else:
+            segments = [self._segment(i, groups, plan) for i in range(len(groups))]
+        if self._cache_size is not None:
+            for segment in segments:
+                segment.program.cache_size = self._cache_size
+        return replace(plan, segments=segments, whole=whole)
 
     def _split(self, plan: Plan, split: NeedsSplit) -> Plan:
         node = split.node
@@ -189,12 +225,22 @@ class GraphProgram:
             node=node,
         ) from split
 
-    def _shapes_from_values(self, error: LoweringError) -> bool:
-        """Whether ``error`` is a node of this graph whose output shape needs values a program computes."""
-        return error.needs_static and error.node in self._nodes
+    def _isolates(self, error: LoweringError) -> bool:
+        """Whether ``error`` is a node of this graph that a program of its own, or the host, may compute.
+
+        Its output shape needs values a program computes, or is unknown, or
+        its inner graph holds Python objects.
+        """
+        only_on_host = isinstance(error, (UnknownShapesError, HostObjectError))
+        return (error.needs_static or only_on_host) and error.node in self._nodes
 
     def _isolate(self, plan: Plan, error: LoweringError) -> Plan:
         node = error.node
+        if isinstance(error, (UnknownShapesError, HostObjectError)):
+            if node in plan.host_nodes or not runs_on_host(node):
+                raise error
+            reason = UNKNOWN_SHAPES if isinstance(error, UnknownShapesError) else INNER_OBJECTS
+            return replace(plan, host_nodes=plan.host_nodes | {node}, host_reasons={**plan.host_reasons, node: reason})
         if node not in plan.split_before:
             return replace(plan, split_before=plan.split_before | {node})
         if node not in plan.host_nodes and runs_on_host(node):
@@ -214,7 +260,8 @@ class GraphProgram:
             )
         return tuple(exit.leave(on_host(lookup(env, v))) for exit, v in zip(self.output_cells, self.outputs))
 
-    def _segments(self, plan: Plan) -> list[Segment]:
+    def _groups(self, plan: Plan) -> list[list[Step]]:
+        """The steps of each segment, in order; a host node is a segment of its own."""
         groups: list[list[Step]] = [[]]
         for step in self.steps:
             node = step[0]
@@ -223,15 +270,7 @@ class GraphProgram:
             groups[-1].append(step)
             if node in plan.split_after or node in plan.host_nodes:
                 groups.append([])
-        groups = [g for g in groups if g] or [[]]
-        if len(groups) == 1 and not plan.host_nodes:
-            segments = [self._whole_graph(groups[0])]
-        else:
-            segments = [self._segment(i, groups, plan) for i in range(len(groups))]
-        if self._cache_size is not None:
-            for segment in segments:
-                segment.program.cache_size = self._cache_size
-        return segments
+        return [g for g in groups if g]
 
     def _whole_graph(self, steps: list[Step]) -> Segment:
         inner = LoweredGraph(self.inputs, self.outputs, steps)
@@ -255,8 +294,9 @@ class GraphProgram:
         needed = _unique(v for node, _ in steps for v in node.inputs)
         inputs = [v for v in needed if v not in made and not isinstance(v, Constant)]
         outputs = [v for v in _unique(o for node, _ in steps for o in node.outputs) if v in later or v in self.outputs]
-        if steps[0][0] in plan.host_nodes:
-            return Segment(inputs, outputs, HostNode(steps[0][0], inputs, outputs))
+        node = steps[0][0]
+        if node in plan.host_nodes:
+            return Segment(inputs, outputs, self._host_node(node, inputs, outputs, plan))
         inner = LoweredGraph(inputs, outputs, steps)
         groups = self._mask_groups
 
@@ -267,6 +307,34 @@ class GraphProgram:
             return results
 
         return Segment(inputs, outputs, StaticInputProgram(inputs, segment_fn))
+
+    def _host_node(self, node: Apply, inputs: list[Variable], outputs: list[Variable], plan: Plan) -> HostNode:
+        """The `HostNode` of ``node``, the one of an earlier plan if there was one: it warns once."""
+        key = (node, tuple(inputs), tuple(outputs))
+        made = self._host_programs.get(key)
+        if made is None:
+            made = self._host_programs[key] = HostNode(node, inputs, outputs, self._host_reason(node, plan))
+        return made
+
+    def _host_reason(self, node: Apply, plan: Plan) -> str | None:
+        """Why ``node`` runs on the host, for its `HostNodeWarning`; ``None`` for a node of Python objects."""
+        if node in self._object_nodes:
+            return None
+        return plan.host_reasons.get(node, VALUE_SHAPES)
+
+
+def _object_nodes(steps: Sequence[Step]) -> frozenset[Apply]:
+    """The nodes that take or produce values that stay on the host; `LoweringError` if one cannot run there."""
+    found = []
+    for node, _ in steps:
+        kept = host_objects(node)
+        if not kept:
+            continue
+        problem = host_node_problem(node)
+        if problem is not None:
+            raise host_object_error(node, kept[0], problem)
+        found.append(node)
+    return frozenset(found)
 
 
 class MaskGroups:

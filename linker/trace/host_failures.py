@@ -1,12 +1,21 @@
-"""Exceptions raised on the host inside a jit program, handed back to its caller as they were.
+"""What runs on the host around and inside jit programs: its exceptions, its values, its unknown shapes.
 
-An Op run on the host through `jax.pure_callback` may raise (aemcmc's
-Polya-gamma sampler rejects ``h <= 0`` with a `ValueError`). JAX reports any
-such failure as a `jax.errors.JaxRuntimeError` whose message holds the
-traceback text. The callback records the exception under a number written
+Exceptions raised on the host inside a jit program are handed back to its
+caller as they were. An Op run on the host through `jax.pure_callback` may
+raise (aemcmc's Polya-gamma sampler rejects ``h <= 0`` with a `ValueError`).
+JAX reports any such failure as a `jax.errors.JaxRuntimeError` whose message
+holds the traceback text. The callback records the exception under a number written
 into that text (`recorded`), and the caller raises the recorded exception
 instead of JAX's (`raised_on_host`), so ``pytest.raises(ValueError)`` and
 ``except ValueError`` see what the reference backend raises.
+
+Values that stay on the host (a `Generic` Python object, whose codec says
+so: `aejax.adapters.stays_on_host`) never enter a program: `host_objects`
+names them among a node's inputs and outputs, and `HostObjectError` is the
+error of a lowering that would take one. A node run on the host through a
+callback needs its output shapes while tracing; `UnknownShapesError` says
+they are unknown, so that the node runs on the host between two programs
+instead, where its ``perform`` computes them.
 """
 
 from __future__ import annotations
@@ -15,6 +24,11 @@ import itertools
 import re
 import threading
 from collections import OrderedDict
+
+from aesara.graph.basic import Apply, Constant, Variable
+
+from aejax.adapters import stays_on_host
+from aejax.linker.errors import LoweringError, variable_name
 
 _KEPT = 64
 """How many recorded exceptions are kept: a failure whose program error is never
@@ -49,3 +63,38 @@ def raised_on_host(error: Exception) -> BaseException | None:
         return None
     with _lock:
         return _recorded.pop(int(found.group(1)), None)
+
+
+class UnknownShapesError(LoweringError):
+    """The output shapes of a node that would run in a host callback are unknown while tracing.
+
+    Neither its output types nor an ``infer_shape`` tell them; running the
+    node on the host between two programs does (`aejax.linker.program.host_node`).
+    """
+
+
+class HostObjectError(LoweringError):
+    """A value that stays on the host (a `Generic` Python object) would have to enter a JAX lowering."""
+
+
+def host_objects(node: Apply) -> list[Variable]:
+    """The inputs and outputs of ``node`` whose values stay on the host; constants are part of the lowering."""
+    variables = dict.fromkeys([*node.inputs, *node.outputs])
+    return [var for var in variables if not isinstance(var, Constant) and stays_on_host(var.type)]
+
+
+def host_object_error(node: Apply, var: Variable, why: str, remedy: str | None = None) -> HostObjectError:
+    """The error for ``node``, whose variable ``var`` stays on the host, when it cannot run there: ``why``.
+
+    ``remedy`` tells the user what to do; by default, to compute the value with Ops aejax can run on the host.
+    """
+    role = "output" if var.owner is node else "input"
+    remedy = remedy or (
+        "Compute it with Ops that have a Python perform, which aejax runs on the host between its JAX "
+        "programs, or compile the graph with another mode."
+    )
+    return HostObjectError(
+        f"{role} {variable_name(var)!r} of node {node} is of type {var.type}, a Python object that stays on "
+        f"the host and cannot enter a JAX program, and {why}. {remedy}",
+        node=node,
+    )

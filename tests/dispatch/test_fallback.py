@@ -27,7 +27,7 @@ from aesara.tensor.subtensor import Subtensor
 from scipy import special, stats
 
 import aejax.linker
-from aejax.linker import CallbackWarning, LoweringError, jaxify
+from aejax.linker import CallbackWarning, HostNodeWarning, LoweringError, jaxify
 from tests.reference import REFERENCE, assert_matches_reference, compile_both
 
 RNG = np.random.default_rng(5)
@@ -282,11 +282,14 @@ def test_shape_deciding_integer_input_becomes_static():
         np.testing.assert_array_equal(f(V, 3), reference(V, 3))
 
 
-def test_unknown_output_shape_raises_naming_the_op():
+def test_unknown_output_shape_runs_on_the_host_and_jaxify_names_the_op():
     x = at.dvector("x")
-    f = aesara.function([x], NoShape()(x), mode=aejax.linker.mode)
+    reference, f = compile_both([x], NoShape()(x) * 2)
+    with pytest.warns(HostNodeWarning, match="NoShape"):
+        np.testing.assert_array_equal(f(V), reference(V))
+    graph = jaxify([x], [NoShape()(x)], {})
     with pytest.raises(LoweringError, match="NoShape") as info:
-        f(V)
+        jax.jit(graph.fn)({}, V)
     assert "infer_shape" in str(info.value)
 
 
