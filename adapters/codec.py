@@ -89,6 +89,10 @@ class StateCodec(Protocol):
         Aesara has filtered to the backend without calling `encode` (which
         would only check them) and check them once, while tracing, with
         `validate`.
+    stays_on_host
+        Optional, ``False`` if absent. ``True`` when the values are Python
+        objects that never enter a backend program (`GenericCodec`): a
+        linker then computes the nodes that take or make them on the host.
     """
 
     spec: CodecSpec
