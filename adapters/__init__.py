@@ -40,6 +40,7 @@ from aejax.adapters.schemas import (
     SFC64State,
     parse_rng_state,
 )
+from aejax.adapters.threefry import THREEFRY_UNROLLED
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -66,6 +67,7 @@ __all__ = [
     "SFC64State",
     "SliceCodec",
     "StateCodec",
+    "THREEFRY_UNROLLED",
     "codec_for",
     "default_registry",
     "held_key_reader",

@@ -12,8 +12,11 @@ Tensors and scalars
 Random states
     Under JAX a `RandomStateType` or `RandomGeneratorType` value is a typed
     PRNG key of shape ``()`` (``jax.random.wrap_key_data``), nothing else. The
-    key implementation defaults to ``"threefry2x32"`` (two uint32 words of key
-    data); pass ``impl="rbg"`` (four words) to a codec to choose another. Raw
+    key implementation defaults to `THREEFRY_UNROLLED` (`aejax.adapters.threefry`):
+    the bits of JAX's ``"threefry2x32"`` (two uint32 words of key data) without
+    a loop in the program; its codecs embed and hash states as those of
+    ``"threefry2x32"`` do and take keys of either. Pass ``impl="threefry2x32"``
+    or ``impl="rbg"`` (four words) to a codec to choose another. Raw
     ``uint32`` key arrays are rejected, so one carry slot never mixes raw and
     typed keys. Keys are always built from explicit ``uint32`` words, never
     from Python/numpy 64-bit integers, which JAX would truncate without x64.
@@ -58,8 +61,9 @@ from aejax.adapters.schemas import (
     RNGState,
     parse_rng_state,
 )
+from aejax.adapters.threefry import THREEFRY_UNROLLED, bits_of, key_impl
 
-DEFAULT_KEY_IMPL = "threefry2x32"
+DEFAULT_KEY_IMPL = THREEFRY_UNROLLED
 _EMBED_TAG = b"aejax.prng-embedding\0"
 _HASH_TAG = b"aejax.prng-host-state\0"
 _UINT32 = np.dtype(np.uint32)
@@ -183,10 +187,11 @@ class PRNGKeyCodec:
 
     def __init__(self, impl: str = DEFAULT_KEY_IMPL) -> None:
         self.impl = impl
-        shape = jax.eval_shape(lambda: jax.random.key_data(jax.random.key(0, impl=impl))).shape
+        shape = jax.eval_shape(lambda: jax.random.key_data(jax.random.key(0, impl=key_impl(impl)))).shape
         self.key_words = int(np.prod(shape))
         self.key_shape = tuple(shape)
-        self._embed_hash = hashlib.shake_256(_EMBED_TAG + impl.encode() + b"\0")
+        self._bits = bits_of(impl)  # names the streams: implementations of the same bits embed and hash alike
+        self._embed_hash = hashlib.shake_256(_EMBED_TAG + self._bits.encode() + b"\0")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(impl={self.impl!r})"
@@ -195,7 +200,7 @@ class PRNGKeyCodec:
         return KeyPayloadSpec(impl=self.impl, key_data_shape=self.key_shape)
 
     def encode(self, host_value: Any, type: Any) -> jax.Array:
-        return jax.random.wrap_key_data(self.encode_words(host_value, type), impl=self.impl)
+        return jax.random.wrap_key_data(self.encode_words(host_value, type), impl=key_impl(self.impl))
 
     def decode(self, backend_value: Any, type: Any) -> Any:
         self.validate(backend_value, type)
@@ -245,7 +250,7 @@ class PRNGKeyCodec:
         if backend_value.shape != ():
             raise PayloadError(type, "key.shape", "()", backend_value)
         impl = str(jax.random.key_impl(backend_value))
-        if impl != self.impl:
+        if bits_of(impl) != self._bits:
             raise PayloadError(type, "key.impl", repr(self.impl), impl)
 
     def host_state(self, host_value: Any, type: Any) -> RNGState:
@@ -291,7 +296,7 @@ class PRNGKeyCodec:
 
     def _hashed_words(self, state: RNGState) -> np.ndarray:
         digest = hashlib.blake2b(
-            _HASH_TAG + self.impl.encode() + b"\0" + state.fingerprint(),
+            _HASH_TAG + self._bits.encode() + b"\0" + state.fingerprint(),
             digest_size=4 * self.key_words,
         ).digest()
         return np.frombuffer(digest, dtype="<u4").astype(np.uint32)
@@ -324,7 +329,7 @@ class _KeyDataOf:
         return jax.random.key_data(self.codec.encode(host_value, type))
 
     def decode_words(self, words: Any, type: Any, into: Any = None) -> Any:
-        return self.codec.decode(jax.random.wrap_key_data(words, impl=self.impl), type)
+        return self.codec.decode(jax.random.wrap_key_data(words, impl=key_impl(self.impl)), type)
 
 
 def as_key_codec(codec: StateCodec, spec: KeyPayloadSpec) -> KeyCodec:

@@ -28,6 +28,7 @@ from aesara.tensor.type import TensorType
 
 from aejax.adapters import CodecError, KeyCodec, KeyPayloadSpec, StateCodec, codec_for
 from aejax.adapters.jax import as_key_codec
+from aejax.adapters.threefry import key_impl
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, rebuildable, variable_name
 from aejax.linker.program.segments import GraphProgram
@@ -136,7 +137,7 @@ class KeyBoundaryValue(BoundaryValue):
             raise self.failure("output", error) from error
 
     def enter(self, value: Any) -> Any:
-        return jax.random.wrap_key_data(value, impl=self.impl)
+        return jax.random.wrap_key_data(value, impl=key_impl(self.impl))
 
     def leave(self, value: Any) -> Any:
         if not jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):

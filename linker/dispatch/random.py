@@ -22,6 +22,7 @@ import numpy as np
 from aesara.link.jax.dispatch.random import jax_sample_fn
 from aesara.tensor.random.op import RandomVariable
 
+from aejax.adapters.threefry import with_jax_impl
 from aejax.linker.dispatch.basic import from_aesara_convention, jax_funcify, overriding_class
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
 from aejax.linker.dispatch.special import as_float
@@ -241,6 +242,30 @@ SAMPLERS: dict[type, Sampler] = {
     rv.ChoiceRV: _choice,
     rv.PermutationRV: _permutation,
 }
+
+
+def on_jax_impl(sampler: Sampler) -> Sampler:
+    """``sampler`` given its key as a key of JAX's own ``"threefry2x32"``, the same key data (`with_jax_impl`)."""
+    return lambda key, *args: sampler(with_jax_impl(key), *args)
+
+
+ON_JAX_IMPL = (
+    rv.GammaRV,
+    rv.InvGammaRV,
+    rv.ChiSquareRV,
+    rv.BetaRV,
+    rv.StudentTRV,
+    rv.GenGammaRV,
+    rv.PoissonRV,
+    rv.DirichletRV,
+    rv.NegBinomialRV,
+    rv.BetaBinomialRV,
+    rv.FRV,
+)
+"""The samplers that draw with ``jax.random.gamma`` or ``poisson``: JAX 0.7.1 implements ``poisson``, and vectorizes
+``gamma`` (else one element after another), for its own implementation only; given its key, they draw as before
+aejax's default key implementation (`aejax.adapters.threefry`) changed."""
+SAMPLERS.update({cls: on_jax_impl(SAMPLERS[cls]) for cls in ON_JAX_IMPL})
 
 
 def batch_shape(op: RandomVariable, size: Any, params: Sequence[Any]) -> tuple[int, ...]:
