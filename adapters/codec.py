@@ -93,6 +93,11 @@ class StateCodec(Protocol):
         Optional, ``False`` if absent. ``True`` when the values are Python
         objects that never enter a backend program (`GenericCodec`): a
         linker then computes the nodes that take or make them on the host.
+    built_while_tracing
+        Optional, ``False`` if absent; with ``stays_on_host``, ``True`` when
+        values that nodes compute may live inside a program, only those at
+        its boundary staying on the host (`SliceCodec`: ``x[a:b]`` of traced
+        bounds).
     """
 
     spec: CodecSpec

@@ -71,10 +71,14 @@ class GenericCodec:
 class SliceCodec(GenericCodec):
     """`SliceType` values under JAX (an input made with ``slicetype()``): the ``slice`` itself, kept on the host.
 
-    A node indexing with such an input runs on the host, as nodes of `Generic` values do.
+    A node indexing with such an input runs on the host, as nodes of `Generic`
+    values do. A slice a node builds (``MakeSlice`` of traced bounds) is a
+    Python slice of traced values while tracing, so it stays inside the
+    program: ``built_while_tracing``.
     """
 
     spec = CodecSpec(backend=BACKEND, type="aesara.tensor.type_other.SliceType")
+    built_while_tracing = True
 
     def __repr__(self) -> str:
         return "SliceCodec()"
@@ -83,6 +87,16 @@ class SliceCodec(GenericCodec):
         """A ``slice`` (Aesara's `SliceType` holds nothing else)."""
         if not isinstance(backend_value, slice):
             raise PayloadError(type, "<value>", "a Python slice", backend_value)
+
+
+def built_while_tracing(type: Any, backend: str = BACKEND) -> bool:
+    """Whether values of ``type`` that a node computes may live inside a program, only those given at its
+    boundary staying on the host (the codec's optional ``built_while_tracing``: `SliceCodec`)."""
+    try:
+        codec = codec_for(backend, type)
+    except CodecError:
+        return False
+    return bool(getattr(codec, "built_while_tracing", False))
 
 
 def stays_on_host(type: Any, backend: str = BACKEND) -> bool:

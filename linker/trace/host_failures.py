@@ -27,7 +27,7 @@ from collections import OrderedDict
 
 from aesara.graph.basic import Apply, Constant, Variable
 
-from aejax.adapters import stays_on_host
+from aejax.adapters.generic import built_while_tracing, stays_on_host
 from aejax.linker.errors import LoweringError, variable_name
 
 _KEPT = 64
@@ -80,7 +80,13 @@ class HostObjectError(LoweringError):
 def host_objects(node: Apply) -> list[Variable]:
     """The inputs and outputs of ``node`` whose values stay on the host; constants are part of the lowering."""
     variables = dict.fromkeys([*node.inputs, *node.outputs])
-    return [var for var in variables if not isinstance(var, Constant) and stays_on_host(var.type)]
+    return [var for var in variables if _is_host_object(var)]
+
+
+def _is_host_object(var: Variable) -> bool:
+    if isinstance(var, Constant) or not stays_on_host(var.type):
+        return False
+    return var.owner is None or not built_while_tracing(var.type)  # a slice a node builds stays in the program
 
 
 def host_object_error(node: Apply, var: Variable, why: str, remedy: str | None = None) -> HostObjectError:
