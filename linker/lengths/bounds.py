@@ -23,6 +23,12 @@ step's sequence rows hold (`values_within`): the elements of the outer
 sequence. So a loop nested in a loop over ``arange(10)`` running over
 ``arange(1, 1 + 2 ** d)`` (aehmc's NUTS: the trajectory of the tree depth
 ``d``) has at most 512 steps, though ``d`` is traced in the outer step.
+
+A sequence the graph does not bound (an input ``y``) may carry its bounds
+itself (`aejax.linker.graph.value_bounds.ValuesWithin`, computed from its
+values): they count once they are known while tracing, as static inputs of
+the program. A lowering that needs them then raises `BoundsNeeded`, if the
+program being traced can make them static (`static_inputs_possible`).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import wraps
 from types import MappingProxyType
 from typing import Any
 
@@ -42,7 +49,9 @@ from aesara.tensor.elemwise import DimShuffle, Elemwise
 from aesara.tensor.shape import Shape, Shape_i, SpecifyShape, Unbroadcast
 from aesara.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, IncSubtensor, Subtensor
 
+from aejax.linker.errors import LoweringError
 from aejax.linker.graph.scan_layout import ScanLayout
+from aejax.linker.graph.value_bounds import ValuesWithin
 from aejax.linker.lengths.ragged import Masked, Ragged
 
 ELEMENTS_OF_FIRST_INPUT = (Subtensor, AdvancedSubtensor1, AdvancedSubtensor, DimShuffle, Unbroadcast, SpecifyShape)
@@ -60,6 +69,44 @@ _VALUES_WITHIN: ContextVar[Mapping[int, tuple[Any, tuple[int, int]]]] = ContextV
 
 MAX_POWER_BITS = 128
 """Largest bit length of a power's bound worked out (any larger one overflows every integer dtype)."""
+
+_STATIC_INPUTS_POSSIBLE: ContextVar[bool] = ContextVar("aejax_static_inputs_possible", default=False)
+
+
+class BoundsNeeded(LoweringError):
+    """A lowering needs the bounds of a `ValuesWithin` node (``node``) while tracing, and they are traced.
+
+    The program being traced can make them static: it starts a program at
+    ``node``, where they are inputs, made static there (one program per
+    value of the bounds). It reaches the program as it is, not as a failure
+    of the node whose lowering raised it.
+    """
+
+    def __init__(self, message: str, node: Any) -> None:
+        super().__init__(message, node=node, needs_static=True)
+
+
+def with_static_inputs(traced_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``traced_fn``, traced by a program that makes the values a `LoweringError` asks for static inputs."""
+
+    @wraps(traced_fn)
+    def traced(*args: Any) -> Any:
+        token = _STATIC_INPUTS_POSSIBLE.set(True)
+        try:
+            return traced_fn(*args)
+        finally:
+            _STATIC_INPUTS_POSSIBLE.reset(token)
+
+    return traced
+
+
+def static_inputs_possible() -> bool:
+    """Whether the function being traced can be traced again with the values a `BoundsNeeded` names made static.
+
+    aejax's compiled programs can (`with_static_inputs`); a graph exported
+    with ``jaxify`` cannot, as it is one function under the caller's ``jax.jit``.
+    """
+    return _STATIC_INPUTS_POSSIBLE.get()
 
 
 @contextmanager
@@ -208,8 +255,18 @@ class _Bounds:
             return self.interval(node.inputs[0])
         if isinstance(op, ARange):
             return self._arange_elements(*node.inputs)
+        if isinstance(op, ValuesWithin):
+            return self._values_within(*node.inputs)
         scalar_op = op.scalar_op if isinstance(op, Elemwise) else op
         return _scalar_op_interval(scalar_op, [self.interval(i) for i in node.inputs])
+
+    def _values_within(self, x: Variable, low: Variable, high: Variable) -> Interval:
+        """What `ValuesWithin` holds: what the graph bounds ``x`` to, else ``[low, high]`` once both are known."""
+        own = self.interval(x)
+        if own is not None:
+            return own
+        least, greatest = self.interval(low), self.interval(high)
+        return None if least is None or greatest is None else (least[0], greatest[1])
 
     def _axis_interval(self, var: Variable, axis: int) -> Interval:
         static = var.type.shape[axis]
@@ -236,7 +293,9 @@ class _Bounds:
             return self.upper(node.inputs[1] if isinstance(op, Alloc) else node.inputs[0])
         if isinstance(op, ARange):
             return self._arange_length(*node.inputs)
-        if isinstance(op, IncSubtensor) or (isinstance(op, Subtensor) and isinstance(op.idx_list[0], slice)):
+        if isinstance(op, (IncSubtensor, ValuesWithin)) or (
+            isinstance(op, Subtensor) and isinstance(op.idx_list[0], slice)
+        ):
             return self.length(node.inputs[0])
         if isinstance(op, Elemwise):
             lengths = [self.length(i) for i in node.inputs if i.type.ndim == var.type.ndim and i.type.shape[0] != 1]

@@ -9,7 +9,8 @@ Nodes that work row by row keep it masked without ever cutting it:
 - indexing with masked indices (``y[nonzero(mask)]``) gathers every row;
 - elementwise Ops, and `DimShuffle`s that keep the rows first, compute
   every row (`elementwise`); rows outside the mask are computed but never
-  used;
+  used; so do random variables drawn element by element from their
+  parameters (`is_elementwise_draw`, `draw_masked`);
 - reductions over the rows fill the others with the reduction's identity
   (`reduction`), and ``max``/``argmax`` see the selected rows moved to the
   front (`extremum`);
@@ -44,6 +45,7 @@ import numpy as np
 from aesara.graph.basic import Apply
 from aesara.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from aesara.tensor.math import Argmax, MaxAndArgmax
+from aesara.tensor.random.op import RandomVariable
 
 from aejax.linker.checks import require
 from aejax.linker.errors import IndexOutOfBoundsError, LoweringError
@@ -330,6 +332,34 @@ def is_row_wise(node: Apply) -> bool:
     if isinstance(node.op, DimShuffle):
         return node.op.new_order[:1] == (0,)
     return isinstance(node.op, Elemwise)
+
+
+def is_elementwise_draw(node: Apply) -> bool:
+    """Whether ``node`` is a random variable drawn element by element from its parameters, with no ``size``.
+
+    Such a draw (``bernoulli(p)``, ``normal(mu, sigma)``: scalar support and
+    scalar parameters) has the parameters' broadcast shape, and each element
+    is drawn independently from the same element of the parameters: it works
+    row by row, like an elementwise Op. With a ``size`` the shape is the
+    size's, not the parameters'.
+    """
+    op = node.op
+    if not isinstance(op, RandomVariable) or op.ndim_supp != 0 or any(op.ndims_params):
+        return False
+    size = node.inputs[1]
+    return getattr(size.type, "shape", None) == (0,)
+
+
+def draw_masked(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> tuple[Any, Any]:
+    """An elementwise draw (`is_elementwise_draw`) from masked parameters: every row drawn, masked as they are.
+
+    ``args`` are the node's (state, size, dtype, *params); the new state is
+    returned as it is.
+    """
+    state, size, dtype, *params = args
+    mask = common_mask(params, node)
+    new_state, sample = fn(state, size, dtype, *[rows(p) for p in params])
+    return new_state, Masked(sample, mask)
 
 
 def is_extremum(node: Apply) -> bool:

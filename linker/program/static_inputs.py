@@ -30,6 +30,7 @@ from aesara.tensor.type import TensorType
 
 from aejax.linker.checks import CheckedProgram, NeedsChecks, discovering
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
+from aejax.linker.lengths.bounds import with_static_inputs
 from aejax.linker.program.cache import ProgramCache
 from aejax.linker.program.persistent_cache import use_persistent_cache
 
@@ -208,6 +209,7 @@ class StaticInputProgram:
             return traced_fn(*full)
 
         use_persistent_cache()
+        program = with_static_inputs(program)  # a Scan may ask for the bounds of its sequences (BoundsNeeded)
         return CheckedProgram(program) if discovered.checked else jax.jit(discovering(program))
 
     def _make_static(self, discovered: _Discovered, error: LoweringError) -> bool:

@@ -53,7 +53,10 @@ only at run time), and it also serves ``until`` loops, which
 canonicalisation rewrites ``x[1:][-1]`` into an index computed from the
 shape, which no longer says "the last row". After Aesara's rewrites runs
 `ScanSequencesUncut`, which gives a Scan the sequence ``x`` where
-``aesara.scan`` gave it ``x[:n_steps]``.
+``aesara.scan`` gave it ``x[:n_steps]``. Last, once no rewrite changes a
+Scan's sequences any more, `ScanSequenceBounds` gives an integer sequence
+from whose rows the step makes a size (``arange(2, y_t + 1)``) the bounds of
+its values, so the lowering can allocate that size.
 
 A Scan's inner graph is traced as it is, but for the Scan rewrites above
 and the rewrites the Scan's own mode asks for by name or tag
@@ -68,7 +71,7 @@ from aesara.compile.mode import get_mode
 from aesara.graph.rewriting.basic import GraphRewriter, SequentialGraphRewriter, in2out
 from aesara.graph.rewriting.db import RewriteDatabase, RewriteDatabaseQuery
 
-from aejax.linker.rewrites.scan import FixedLengthScanMerge, keep_last, sequences_uncut
+from aejax.linker.rewrites.scan import FixedLengthScanMerge, keep_last, sequence_bounds, sequences_uncut
 from aejax.linker.rewrites.shape import AxisLengthThroughDimShuffle, ShapeAsEntries, UselessFill, WholeSlices
 
 early_rewrites = SequentialGraphRewriter(
@@ -98,6 +101,10 @@ LATE_POSITION = 1.51
 SCAN_MERGE_POSITION = 1.59
 """Where `FixedLengthScanMerge` runs: before Aesara's later Scan rewrites (1.6), among which ``scan_merge`` ran."""
 
+SEQUENCE_BOUNDS_POSITION = 48.9
+"""Where `ScanSequenceBounds` runs: after Aesara's rewrites that change a Scan's sequences (its push-outs,
+``specialize``), before the last merge (49)."""
+
 SELF_SHAPED = ("local_pow_canonicalize", "local_zero_div", "local_mul_specialize", "local_div_to_reciprocal")
 """Aesara rewrites that, without its `ShapeFeature`, shape their replacement by the shape of the very
 output they replace (``broadcast_like``), which keeps that output in the graph: the rewrite then fires
@@ -122,6 +129,7 @@ JAX_REWRITES = RewriteDatabaseQuery(
         (early_rewrites, EARLY_POSITION),
         (late_rewrites, LATE_POSITION),
         (FixedLengthScanMerge(), SCAN_MERGE_POSITION),
+        (sequence_bounds, SEQUENCE_BOUNDS_POSITION),
     ],
 )
 """The rewrite query of the ``"AEJAX"`` mode; ``mode.including(...)`` and

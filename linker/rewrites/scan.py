@@ -9,6 +9,8 @@
 - `ScanSequencesUncut`: gives a Scan the sequence ``x`` where ``aesara.scan``
   gave it ``x[:n_steps]``.
 - `FixedLengthScanMerge`: Aesara's ``scan_merge`` for loops of a fixed length.
+- `ScanSequenceBounds`: gives an integer sequence from whose rows the step
+  makes a size the bounds of its values (`aejax.linker.graph.value_bounds`).
 
 `aejax.linker.rewrites.query` says where each runs among Aesara's rewrites.
 """
@@ -18,20 +20,23 @@ from __future__ import annotations
 from typing import Any
 
 import aesara.tensor as at
-from aesara.graph.basic import Constant, Variable, ancestors, io_toposort
+import numpy as np
+from aesara.graph.basic import Apply, Constant, Variable, ancestors, io_toposort
 from aesara.graph.fg import FunctionGraph
 from aesara.graph.rewriting.basic import NodeRewriter, SequentialGraphRewriter, in2out
 from aesara.raise_op import CheckAndRaise
 from aesara.scalar.basic import Cast
 from aesara.scan.op import Scan
 from aesara.scan.rewriting import ScanMerge
-from aesara.tensor.basic import AllocEmpty, ScalarFromTensor, TensorFromScalar
+from aesara.tensor.basic import Alloc, AllocEmpty, ARange, ScalarFromTensor, TensorFromScalar
 from aesara.tensor.elemwise import Elemwise
 from aesara.tensor.exceptions import NotScalarConstantError
+from aesara.tensor.extra_ops import BroadcastTo
 from aesara.tensor.shape import Shape, Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor, get_constant_idx
 
 from aejax.linker.graph.scan_layout import ScanLayout
+from aejax.linker.graph.value_bounds import ValuesWithin, within_bounds
 from aejax.linker.rewrites.shape import axis_length
 
 
@@ -248,3 +253,127 @@ class FixedLengthScanMerge(ScanMerge):
 
     def belongs_to_set(self, node: Any, set_nodes: list[Any]) -> bool:
         return not node.op.info.as_while and super().belongs_to_set(node, set_nodes)
+
+
+BOUNDED_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"})
+"""The dtypes of sequences `ScanSequenceBounds` bounds: those whose values int64 holds."""
+
+LARGEST_ROUNDED = 2**62
+"""Largest bound rounded up to a power of two; a larger one is kept as it is (the next would overflow int64)."""
+
+
+def size_inputs(node: Apply) -> list[Variable]:
+    """The inputs of ``node`` that decide the size of an output: those whose values must bound a buffer.
+
+    The bounds of an ``arange``, the shape of an ``alloc``, a Scan's number of
+    steps and nit-sot sizes, and the inputs of a nested Scan that decide a
+    size in its step.
+    """
+    op = node.op
+    if isinstance(op, (ARange, AllocEmpty)):
+        return list(node.inputs)
+    if isinstance(op, (Alloc, BroadcastTo)):
+        return list(node.inputs[1:])
+    if isinstance(op, Scan):
+        return _scan_size_inputs(node)
+    return []
+
+
+def _scan_size_inputs(node: Apply) -> list[Variable]:
+    """A Scan node's number of steps, nit-sot sizes, and the sequences and non-sequences its step makes sizes from."""
+    op = node.op
+    layout = ScanLayout.of(op)
+    deciding = sizes_decided_by(op.inner_inputs, op.inner_outputs)
+    inner_seqs, *_, inner_non_seqs = layout.inner_inputs(op.inner_inputs)
+    _, outer_seqs, *_, nit_sizes, outer_non_seqs = layout.outer_inputs(node.inputs)
+    paired = list(zip(outer_seqs, inner_seqs)) + list(zip(outer_non_seqs, inner_non_seqs))
+    return [node.inputs[0], *nit_sizes, *(outer for outer, inner in paired if inner in deciding)]
+
+
+def sizes_decided_by(inputs: list[Variable], outputs: list[Variable]) -> set[Variable]:
+    """The variables of the graph from ``inputs`` to ``outputs`` whose values decide the size of a value in it."""
+    sizes = [var for node in io_toposort(inputs, outputs) for var in size_inputs(node)]
+    return values_behind(sizes, set(inputs))
+
+
+def values_behind(variables: list[Variable], inputs: set[Variable]) -> set[Variable]:
+    """``variables`` and those whose values they are computed from, back to ``inputs``.
+
+    Not through a shape: ``x.shape[0]`` reads none of the values of ``x``
+    (``zeros_like(y_t)`` takes no bound from the values of ``y_t``).
+    """
+    found: set[Variable] = set()
+    pending = list(variables)
+    while pending:
+        var = pending.pop()
+        if var in found:
+            continue
+        found.add(var)
+        node = var.owner
+        if node is not None and var not in inputs and not isinstance(node.op, (Shape, Shape_i)):
+            pending.extend(node.inputs)
+    return found
+
+
+def rounded_up(value: Variable) -> Variable:
+    """The least power of two at least ``value`` (an int64 scalar), 0 for ``value <= 0``.
+
+    Each bound is a static input of a program, one program per value;
+    rounded up, a bound changes only when the value it bounds doubles.
+    """
+    exponent = at.ceil(at.log2(at.maximum(value, 1))).astype("int64")
+    power = at.power(at.as_tensor_variable(np.int64(2)), exponent)
+    power = at.switch(at.lt(power, value), power * 2, power)  # log2 rounded down near a power of two
+    return at.switch(at.le(value, 0), np.int64(0), at.switch(at.gt(value, LARGEST_ROUNDED), value, power))
+
+
+def bounded_values(seq: Variable, name: str) -> Variable:
+    """``seq`` wrapped in `ValuesWithin`, with the extremes of its values rounded away from zero to powers of two.
+
+    The bounds always hold 0 (an empty sequence has no extremes).
+    """
+    values = at.concatenate([seq.ravel().astype("int64"), at.zeros((1,), dtype="int64")])
+    low = -rounded_up(-values.min())
+    high = rounded_up(values.max())
+    low.name, high.name = f"least value of {name}", f"greatest value of {name}"
+    return within_bounds(seq, low, high)
+
+
+def _boundable(seq: Variable) -> bool:
+    """Whether a sequence may be given the bounds of its values: an integer one, not a constant nor bounded yet."""
+    if isinstance(seq, Constant) or getattr(seq.type, "dtype", None) not in BOUNDED_DTYPES:
+        return False
+    return seq.owner is None or not isinstance(seq.owner.op, ValuesWithin)
+
+
+class ScanSequenceBounds(NodeRewriter):
+    """Give each integer sequence of a Scan from whose rows the step makes a size the bounds of its values.
+
+    A step's size computed from a sequence row (``arange(2, y_t + 1)``) needs
+    a bound for the lowering to allocate it, and the graph gives none when
+    the sequence is an input. The bounds are the sequence's least and greatest
+    values, rounded to powers of two (`bounded_values`); the Scan lowering
+    asks for them as static inputs when its step needs them
+    (`aejax.linker.scan.row_bounds`).
+    """
+
+    def tracks(self) -> list[type]:
+        return [Scan]
+
+    def transform(self, fgraph: FunctionGraph, node: Any, *args: Any, **kwargs: Any) -> list[Variable] | bool:
+        if not isinstance(node.op, Scan):
+            return False
+        op = node.op
+        layout = ScanLayout.of(op)
+        deciding = sizes_decided_by(op.inner_inputs, op.inner_outputs)
+        inputs = list(node.inputs)
+        for k, inner in enumerate(op.inner_inputs[: layout.n_seqs]):
+            seq = inputs[1 + k]
+            if inner in deciding and _boundable(seq):
+                inputs[1 + k] = bounded_values(seq, f"sequence {seq.name or k} of {op.name or 'a Scan'}")
+        if inputs == node.inputs:
+            return False
+        return node.op.make_node(*inputs).outputs
+
+
+sequence_bounds = in2out(ScanSequenceBounds(), name="scan_sequence_bounds", ignore_newtrees=True)

@@ -43,6 +43,7 @@ bound-sized buffer, and the matching output is `Ragged` with the same length.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import jax
@@ -97,6 +98,7 @@ from aejax.linker.scan.carry import (
     write_rows,
 )
 from aejax.linker.scan.noise import ScanNoise
+from aejax.linker.scan.row_bounds import bounds_request
 from aejax.linker.trace.lowering import LoweredGraph
 
 
@@ -245,10 +247,20 @@ class LoweredScan:
         try:
             results = self.outputs(*outer)
         except (LoweringError, NeedsSplit) as error:
-            if not self.step_decides_shape(error) or any(isinstance(v, RUN_TIME_LENGTH) for v in outer):
+            if not self.step_decides_shape(error):
+                raise
+            request = None if isinstance(error, NeedsSplit) else bounds_request(self.node, self.sequence_inputs, error)
+            if request is not None:
+                raise request from error
+            if any(isinstance(v, RUN_TIME_LENGTH) for v in outer):
                 raise
             results = self.on_host(outer)
         return results if len(results) > 1 else results[0]
+
+    @property
+    def sequence_inputs(self) -> list[Variable]:
+        """The step's sequence inputs in the graph it is traced from."""
+        return self.inner.inputs[: self.layout.n_seqs]
 
     def sequence_row_intervals(self) -> list[tuple[int, int] | None]:
         """What each sequence row of the step may hold: its outer sequence's elements, where the graph bounds them.
@@ -274,6 +286,20 @@ class LoweredScan:
         per_step = set(self.inner.inputs[: len(self.inner.inputs) - self.layout.n_non_seqs])
         return bool(per_step & set(ancestors(error.node.inputs)))
 
+    @cached_property
+    def host_node(self) -> Apply:
+        """The node `on_host` runs (`stepping_on_host`), its step compiled now, once.
+
+        Aesara's ``Scan.perform`` compiles the step the first time it runs,
+        which would be inside the host callback: in a thread of XLA's, outside
+        whatever context the caller compiles in, and again for each new
+        trace. Compiled here, while the program is traced, the one step
+        function serves every step of every call.
+        """
+        node = stepping_on_host(self.node)
+        node.op.fn  # noqa: B018  (compiles the step, which Scan.perform reuses)
+        return node
+
     def on_host(self, outer: Sequence[Any]) -> list[Any]:
         """The Scan computed by Aesara's own implementation on the host (`jax.pure_callback`).
 
@@ -287,7 +313,7 @@ class LoweredScan:
         }
         numeric = [i for i, out in enumerate(self.node.outputs) if not isinstance(out.type, RandomType)]
         why = "has a step whose shapes depend on its values"
-        run = perform_callback(stepping_on_host(self.node), numeric, rng_inputs, why=why)
+        run = perform_callback(self.host_node, numeric, rng_inputs, why=why)
         args, new_keys = list(outer), {}
         for position in rng_inputs:
             new_keys[position], args[position] = split_for_host(args[position])

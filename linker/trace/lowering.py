@@ -13,9 +13,10 @@ shapes concrete while JAX traces it (the values that must be concrete:
   graph declares, so JAX's promotion rules never change a graph's types.
 
 A failing node raises `LoweringError` naming the node and its traced inputs.
-Two kinds of errors pass through unchanged: a `ValueCheckError` (a lowering
-found the graph's values invalid) and the exception an Op declares it raises
-(``exc_type``, as `CheckAndRaise` does).
+Three kinds of errors pass through unchanged: a `ValueCheckError` (a lowering
+found the graph's values invalid), the exception an Op declares it raises
+(``exc_type``, as `CheckAndRaise` does), and a `BoundsNeeded` (it names the
+node whose bounds the program should make static).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from aejax.linker.errors import (
     variable_name,
 )
 from aejax.linker.lengths import masked
-from aejax.linker.lengths.bounds import length_bound, tracing
+from aejax.linker.lengths.bounds import BoundsNeeded, length_bound, tracing
 from aejax.linker.lengths.concrete import is_shape_failure, is_traced
 from aejax.linker.lengths.consumers import run_time_lengths_taken
 from aejax.linker.lengths.ragged import (
@@ -237,7 +238,7 @@ class LoweredGraph:
     be a graph output, or the input of a lowering that takes it (declared with
     `aejax.linker.lengths.consumers.takes_run_time_lengths`): a `Ragged` value
     where the lowering takes one (indexing, updates, Scans) or the node works row
-    by row or is a reduction; a `RangeRows` where it takes one (a Scan
+    by row (an elementwise random draw too, `ragged_draw`) or is a reduction; a `RangeRows` where it takes one (a Scan
     sequence), else as a `Ragged` buffer of
     its bound from the graph (`aejax.linker.lengths.bounds`) when there is one; a
     `Masked` selection where the lowering takes one or the node works
@@ -318,6 +319,11 @@ def _taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence
         return fn
     if masked.is_row_wise(node) and masked.share_one_mask(args) and not _whole_array_rows(node, args):
         return lambda *values: masked.elementwise(node, fn, values)
+    if _draws_along_rows(node, args):
+        params = args[3:]
+        if masked.share_one_mask(params) and not _whole_array_rows(node, params, output=1):
+            return lambda *values: masked.draw_masked(node, fn, values)
+        return _selections_first(lambda *values: ragged_draw(node, fn, values))
     if masked.is_reduction(node):
         return lambda x: masked.reduction(node, fn, x)
     if masked.is_extremum(node):
@@ -351,6 +357,8 @@ def _taking_ragged(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> 
     """``fn`` for `Ragged` arguments: row by row, reductions and maxima over their rows; else `NeedsSplit`."""
     if masked.is_row_wise(node):
         return lambda *values: ragged_elementwise(node, fn, values)
+    if _draws_along_rows(node, args):
+        return lambda *values: ragged_draw(node, fn, values)
     if masked.is_reduction(node):
         return lambda x: ragged_reduction(node, fn, x)
     if masked.is_extremum(node):
@@ -372,20 +380,55 @@ def ragged_elementwise(node: Apply, fn: Callable[..., Any], args: Sequence[Any])
     full-length argument: then the result is cut to that static length;
     otherwise it is ragged, its buffer as long as the longest.
     """
-    static = _whole_array_rows(node, args)
-    rows = static[0] if static else max(a.buffer.shape[0] for a in args if isinstance(a, Ragged))
-    length = static[0] if static else next(a.length for a in args if isinstance(a, Ragged))
-    _require_lengths(node, [a.length for a in args if isinstance(a, Ragged)], length)
-    values = [rows_padded(a.buffer, rows) if isinstance(a, Ragged) else a for a in args]
-    out = fn(*values)
+    rows, length, static = _common_rows(node, args)
+    out = fn(*[rows_padded(a.buffer, rows) if isinstance(a, Ragged) else a for a in args])
     if static:
         return out
     return each_output(out, lambda o: Ragged(o, length))
 
 
-def _whole_array_rows(node: Apply, args: Sequence[Any]) -> list[int]:
-    """The rows of each of ``node``'s ``args`` that is an array along its output's rows (not one broadcast along them)."""
-    ndim = node.outputs[0].type.ndim
+def ragged_draw(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> tuple[Any, Any]:
+    """An elementwise random draw (`masked.is_elementwise_draw`) from `Ragged` parameters, on every buffer row.
+
+    ``bernoulli(h / (arange(2, y + 1) - 1 + h))`` inside a Scan's step, as in
+    aemcmc's CRT sampler: every row of the parameters' buffers is drawn, and
+    the sample has their run-time length (the rows past it are drawn but
+    never used), as `ragged_elementwise` computes an elementwise Op. The new
+    random state is returned as it is.
+    """
+    state, size, dtype, *params = args
+    rows, length, static = _common_rows(node, params, output=1)
+    new_state, sample = fn(
+        state, size, dtype, *[rows_padded(p.buffer, rows) if isinstance(p, Ragged) else p for p in params]
+    )
+    return new_state, sample if static else Ragged(sample, length)
+
+
+def _draws_along_rows(node: Apply, args: Sequence[Any]) -> bool:
+    """Whether ``node`` is an elementwise draw whose values of run-time length are parameters along its sample's rows."""
+    if not masked.is_elementwise_draw(node) or any(isinstance(arg, RUN_TIME_LENGTH) for arg in args[:3]):
+        return False
+    ndim = node.outputs[1].type.ndim
+    return all(jnp.ndim(a.buffer) == ndim for a in args[3:] if isinstance(a, (Ragged, Masked)))
+
+
+def _common_rows(node: Apply, args: Sequence[Any], output: int = 0) -> tuple[int, Any, bool]:
+    """The buffer rows an elementwise computation over ``args`` (some `Ragged`) takes, their length, and whether it is static.
+
+    The length is a whole array argument's rows where one is an array along
+    the rows of ``node``'s output ``output`` (static), else the `Ragged`
+    arguments' run-time length, checked to be the same for all of them.
+    """
+    static = _whole_array_rows(node, args, output)
+    rows = static[0] if static else max(a.buffer.shape[0] for a in args if isinstance(a, Ragged))
+    length = static[0] if static else next(a.length for a in args if isinstance(a, Ragged))
+    _require_lengths(node, [a.length for a in args if isinstance(a, Ragged)], length)
+    return rows, length, bool(static)
+
+
+def _whole_array_rows(node: Apply, args: Sequence[Any], output: int = 0) -> list[int]:
+    """The rows of each of ``args`` that is an array along the rows of ``node``'s output ``output`` (not broadcast along them)."""
+    ndim = node.outputs[output].type.ndim
     return [
         jnp.shape(a)[0]
         for a in args
@@ -446,17 +489,18 @@ def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[A
             return folded
         return _declared_outputs(node, fn(*args))
     except LoweringError as error:
-        if error.node is node:
+        if error.node is node or isinstance(error, BoundsNeeded):
             raise
         raise type(error)(f"{error}\n(inside node {node})", node=node, needs_static=error.needs_static) from error
     except NeedsChecks:
         raise
     except NeedsSplit as error:
         raise LoweringError(
-            f"node {error.node} inside node {node} returns a trace whose length is known "
-            "only at run time (a Scan with an until condition), and another node of the "
-            "same loop uses it; JAX needs static shapes there. Use only the last values of "
-            "the inner until-loop's outputs, or move it out of the loop.",
+            f"node {error.node} inside node {node} returns a value whose length is known "
+            "only at run time (the trace of a Scan with an until condition, an arange of "
+            "traced bounds, a selection x[mask]), and another node of the same loop uses it "
+            "where its length must be known; JAX needs static shapes there. Use only the last "
+            "values of an inner until-loop's outputs, or move the computation out of the loop.",
             node=node,
             needs_static=True,  # a shape that depends on values: a loop around ``node`` may run on the host
         ) from error

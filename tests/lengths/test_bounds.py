@@ -13,6 +13,7 @@ from aesara.graph.basic import io_toposort
 from aesara.scan.op import Scan
 from aesara.scan.utils import until
 
+from aejax.linker.graph.value_bounds import within_bounds
 from aejax.linker.lengths.bounds import length_bound, tracing, upper_bound, value_interval, values_within
 
 
@@ -89,3 +90,17 @@ def test_powers_only_of_non_negative_integers_and_within_reach():
             assert value_interval(power) is None  # (-2) ** 3 < 0 < (-2) ** 4: not at the corners
         with values_within([(b, (2, 2)), (e, (0, 2**62))]):
             assert value_interval(power) is None  # would overflow any dtype: not worked out
+
+
+def test_values_within_their_bounds_once_the_bounds_are_known():
+    """`ValuesWithin` (a sequence the graph does not bound, with bounds computed from its values): its bounds
+    count once they are concrete while tracing, as static inputs are; what the graph bounds its value to wins."""
+    y, low, high = at.lvector("y"), at.lscalar("low"), at.lscalar("high")
+    held = within_bounds(y + 1, low, high)
+    with tracing({y: TracedRow(), low: TracedRow(), high: TracedRow()}):
+        assert value_interval(held) is None
+    with tracing({y: TracedRow(), low: np.int64(-4), high: np.int64(64)}):
+        assert value_interval(held) == (-4, 64)
+        assert upper_bound(held[0] * 2) == 128
+        assert value_interval(within_bounds(at.arange(3, 9), low, high)) == (3, 8)
+        assert length_bound(within_bounds(at.arange(0, 7), low, high)) == 7

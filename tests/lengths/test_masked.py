@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from aesara.raise_op import Assert, CheckAndRaise
 from aesara.scan.utils import until
+from aesara.tensor.random.utils import RandomStream
 
 import aejax.linker
 from tests.reference import assert_matches_reference, assert_raises_like_reference
@@ -458,3 +459,23 @@ def test_sums_of_rows_picked_by_a_mask_of_a_square_matrix():
     outputs = [m[m[:, 0] > 3].sum(), m[m[:, 0] > 3, ::2].sum(), m[m > 3].sum()]
     assert_matches_reference([m], outputs, np.arange(16.0).reshape(4, 4))
     assert _single_program([m], outputs, np.arange(16.0).reshape(4, 4))
+
+
+def test_draws_from_a_selection_keep_its_rows(x_and_selection):
+    """An elementwise draw from a selection is a selection of the same rows (probabilities 0 and 1, a scale of 0:
+    the same numbers on every backend), in the one program."""
+    x, labels, idx = x_and_selection
+    srng = RandomStream(5)
+    outputs = [srng.bernoulli(at.switch(at.gt(x[idx], 1), 1.0, 0.0)) * 3, srng.normal(x[idx], 0.0) + 1]
+    assert_matches_reference([x, labels], outputs, X, LABELS)
+    assert _single_program([x, labels], outputs, X, LABELS)
+
+
+def test_draws_from_an_until_trace_keep_its_length():
+    """An elementwise draw from an until loop's trace has the trace's run-time length, in the one program."""
+    x0 = at.dscalar("x0")
+    trace, _ = aesara.scan(lambda x: (x * 2, until(x > 10)), outputs_info=x0, n_steps=20)
+    srng = RandomStream(6)
+    outputs = [srng.normal(trace, 0.0).sum(), srng.bernoulli(at.switch(at.gt(trace, 4), 1.0, 0.0)).sum()]
+    assert_matches_reference([x0], outputs, 0.75)
+    assert _single_program([x0], outputs, 0.75)

@@ -11,7 +11,7 @@ from aesara.scan.utils import until
 from aesara.tensor.random.utils import RandomStream
 
 import aejax.linker
-from aejax.linker import InvalidValueError, ShapeInputWarning
+from aejax.linker import CallbackWarning, InvalidValueError, ShapeInputWarning
 from aejax.linker.scan.lower import LoweredScan
 from tests.reference import assert_matches_reference, compile_both
 
@@ -81,6 +81,8 @@ def test_step_count_from_data_with_a_shared_rng_advancing():
 
 
 def test_step_count_from_an_enclosing_loop_two_deep():
+    """The middle loop runs over ``arange(1, n + 2)`` for a row ``n`` of the input ``counts``: bounded by the
+    values of ``counts`` (static in a second program), all three loops run in JAX."""
     counts = at.lvector("counts")
 
     def middle(n):
@@ -92,8 +94,9 @@ def test_step_count_from_an_enclosing_loop_two_deep():
         return zs.sum()
 
     totals, _ = aesara.scan(middle, sequences=[counts])
-    assert_matches_reference([counts], totals, np.array([0, 2, 5], "int64"))
-    assert_one_program([counts], totals, np.array([0, 2, 5], "int64"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CallbackWarning)  # the middle loop's nit-sot is sized by the bound of counts
+        assert_matches_reference([counts], totals, np.array([0, 2, 5], "int64"))
 
 
 def test_until_loop_inside_a_fixed_loop_with_a_limit_from_the_outer_loop():
