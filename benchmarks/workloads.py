@@ -422,13 +422,24 @@ def logistic_potential(X: np.ndarray, y: np.ndarray) -> Callable[[Any], Any]:
     return potential
 
 
-def nuts_logistic(transitions: int, step_size: float = 0.15, seed: int = 3) -> Workload:
-    """NUTS on an aeppl logistic regression (200 points, 3 coefficients): ``transitions`` transitions per call."""
+def nuts_regression(
+    name: str,
+    logprob_of: Callable[[np.ndarray, np.ndarray], Callable[[Any], Any]],
+    transitions: int,
+    step_size: float,
+    seed: int,
+) -> Workload:
+    """NUTS on the logistic regression of `logistic_data` whose log-density ``logprob_of(X, y)`` builds."""
     X, y = logistic_data()
-    inputs, outputs, updates = nuts_chain(logistic_logprob(X, y), transitions, step_size, 3, seed)
+    inputs, outputs, updates = nuts_chain(logprob_of(X, y), transitions, step_size, 3, seed)
     hand = numpyro_nuts(logistic_potential(X, y), transitions, step_size, 3, seed)
     start = np.zeros(3)
-    return Workload("NUTS logistic regression", 1.5, inputs, outputs, updates, (start,), hand, (start,))
+    return Workload(name, 1.5, inputs, outputs, updates, (start,), hand, (start,))
+
+
+def nuts_logistic(transitions: int, step_size: float = 0.15, seed: int = 3) -> Workload:
+    """NUTS on an aeppl logistic regression (200 points, 3 coefficients): ``transitions`` transitions per call."""
+    return nuts_regression("NUTS logistic regression", logistic_logprob, transitions, step_size, seed)
 
 
 def softplus_logprob(X: np.ndarray, y: np.ndarray) -> Callable[[Any], Any]:
@@ -445,11 +456,7 @@ def softplus_logprob(X: np.ndarray, y: np.ndarray) -> Callable[[Any], Any]:
 
 def nuts_softplus(transitions: int, step_size: float = 0.15, seed: int = 3) -> Workload:
     """NUTS on the logistic regression of `nuts_logistic` written with ``at.softplus``: ``transitions`` per call."""
-    X, y = logistic_data()
-    inputs, outputs, updates = nuts_chain(softplus_logprob(X, y), transitions, step_size, 3, seed)
-    hand = numpyro_nuts(logistic_potential(X, y), transitions, step_size, 3, seed)
-    start = np.zeros(3)
-    return Workload("NUTS softplus regression", 1.5, inputs, outputs, updates, (start,), hand, (start,))
+    return nuts_regression("NUTS softplus regression", softplus_logprob, transitions, step_size, seed)
 
 
 SGD_SIZES = (128, 1024, 2048)

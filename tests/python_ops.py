@@ -1,6 +1,7 @@
-"""Ops with a Python implementation only, for tests that give them lowerings of their own."""
+"""Ops with a Python implementation only, for tests that give them lowerings of their own or run them on the host."""
 
 import aesara.tensor as at
+import numpy as np
 from aesara.graph.basic import Apply
 from aesara.graph.op import Op
 
@@ -14,3 +15,17 @@ class PythonDouble(Op):
 
     def perform(self, node, inputs, outputs):
         outputs[0][0] = inputs[0] * 2
+
+
+class NoShape(Op):
+    """``x[:, None] - x[None, :]``, with neither a static output shape nor ``infer_shape``."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        x = at.as_tensor_variable(x)
+        return Apply(self, [x], [at.matrix(dtype=x.dtype)])
+
+    def perform(self, node, inputs, outputs):
+        (x,) = inputs
+        outputs[0][0] = np.subtract.outer(x, x)

@@ -27,7 +27,8 @@ from aesara.tensor.subtensor import Subtensor
 from scipy import special, stats
 
 import aejax.linker
-from aejax.linker import CallbackWarning, HostNodeWarning, LoweringError, jaxify
+from aejax.linker import CallbackWarning, LoweringError, jaxify
+from tests.python_ops import NoShape
 from tests.reference import REFERENCE, assert_matches_reference, compile_both
 
 RNG = np.random.default_rng(5)
@@ -48,20 +49,6 @@ class RowStats(Op):
     def perform(self, node, inputs, outputs):
         (x,) = inputs
         outputs[0][0] = np.array([x.min(), x.mean(), x.max()], dtype=node.outputs[0].dtype)
-
-
-class NoShape(Op):
-    """``x[:, None] - x[None, :]``, with neither a static output shape nor ``infer_shape``."""
-
-    __props__ = ()
-
-    def make_node(self, x):
-        x = at.as_tensor_variable(x)
-        return Apply(self, [x], [at.matrix(dtype=x.dtype)])
-
-    def perform(self, node, inputs, outputs):
-        (x,) = inputs
-        outputs[0][0] = np.subtract.outer(x, x)
 
 
 class OuterDiff(NoShape):
@@ -280,17 +267,6 @@ def test_shape_deciding_integer_input_becomes_static():
         np.testing.assert_array_equal(f(V, 2), reference(V, 2))
     with pytest.warns(aejax.linker.ShapeInputWarning, match="'n'"):
         np.testing.assert_array_equal(f(V, 3), reference(V, 3))
-
-
-def test_unknown_output_shape_runs_on_the_host_and_jaxify_names_the_op():
-    x = at.dvector("x")
-    reference, f = compile_both([x], NoShape()(x) * 2)
-    with pytest.warns(HostNodeWarning, match="NoShape"):
-        np.testing.assert_array_equal(f(V), reference(V))
-    graph = jaxify([x], [NoShape()(x)], {})
-    with pytest.raises(LoweringError, match="NoShape") as info:
-        jax.jit(graph.fn)({}, V)
-    assert "infer_shape" in str(info.value)
 
 
 @pytest.mark.parametrize("in_loop", [False, True], ids=["graph", "scan step"])

@@ -7,12 +7,11 @@ import aesara.tensor as at
 import jax
 import numpy as np
 import pytest
-from aesara.graph.basic import Apply
-from aesara.graph.op import Op
 from aesara.tensor.extra_ops import unique
 
 import aejax.linker
 from aejax.linker import HostNodeWarning, LoweringError, jaxify
+from tests.python_ops import NoShape
 from tests.reference import REFERENCE, assert_matches_reference, compile_both
 from tests.reliability.shared_state import assert_unchanged, shared_of, snapshot
 
@@ -22,20 +21,6 @@ with warnings.catch_warnings():
 
 X = at.dvector("x")
 V = np.array([3.0, 1.0, 2.0])
-
-
-class Outer(Op):
-    """``x[:, None] - x[None, :]``, with neither a static output shape nor ``infer_shape``."""
-
-    __props__ = ()
-
-    def make_node(self, x):
-        x = at.as_tensor_variable(x)
-        return Apply(self, [x], [at.matrix(dtype=x.dtype)])
-
-    def perform(self, node, inputs, outputs):
-        (x,) = inputs
-        outputs[0][0] = np.subtract.outer(x, x)
 
 
 def _matrices_and_vectors():
@@ -56,18 +41,18 @@ DOT_MODULO_ARGS = (
 
 
 def test_an_op_without_output_shapes_runs_on_the_host_and_warns_naming_it():
-    reference, ours = compile_both([X], Outer()(X))
-    with pytest.warns(HostNodeWarning, match=r"Outer.*infer_shape"):
+    reference, ours = compile_both([X], NoShape()(X))
+    with pytest.warns(HostNodeWarning, match=r"NoShape.*infer_shape"):
         np.testing.assert_array_equal(ours(V), reference(V))
     for value in (np.arange(5.0), np.array([1.0])):
         np.testing.assert_array_equal(ours(value), reference(value))
-    graph = jaxify([X], [Outer()(X)], {})  # one pure JAX function: no node runs on the host
-    with pytest.raises(LoweringError, match=r"Outer.*infer_shape"):
+    graph = jaxify([X], [NoShape()(X)], {})  # one pure JAX function: no node runs on the host
+    with pytest.raises(LoweringError, match=r"NoShape.*infer_shape"):
         jax.jit(graph.fn)({}, V)
 
 
 def test_the_work_around_an_op_without_output_shapes_stays_in_jit_programs():
-    reference, ours = compile_both([X], Outer()(at.exp(X)).sum(axis=0) * X + 1)
+    reference, ours = compile_both([X], NoShape()(at.exp(X)).sum(axis=0) * X + 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", HostNodeWarning)
         for value in (V, np.arange(4.0)):
