@@ -92,11 +92,7 @@ class SliceCodec(GenericCodec):
 def built_while_tracing(type: Any, backend: str = BACKEND) -> bool:
     """Whether values of ``type`` that a node computes may live inside a program, only those given at its
     boundary staying on the host (the codec's optional ``built_while_tracing``: `SliceCodec`)."""
-    try:
-        codec = codec_for(backend, type)
-    except CodecError:
-        return False
-    return bool(getattr(codec, "built_while_tracing", False))
+    return _codec_says(type, backend, "built_while_tracing")
 
 
 def stays_on_host(type: Any, backend: str = BACKEND) -> bool:
@@ -106,8 +102,13 @@ def stays_on_host(type: Any, backend: str = BACKEND) -> bool:
     A Type without a codec (or whose plugin failed to load) does not: using
     one of its values at the boundary raises the codec layer's error.
     """
+    return _codec_says(type, backend, "stays_on_host")
+
+
+def _codec_says(type: Any, backend: str, flag: str) -> bool:
+    """The optional boolean attribute ``flag`` of the codec of ``type``; ``False`` without a codec or the attribute."""
     try:
         codec = codec_for(backend, type)
     except CodecError:
         return False
-    return bool(getattr(codec, "stays_on_host", False))
+    return bool(getattr(codec, flag, False))

@@ -187,7 +187,8 @@ class PRNGKeyCodec:
 
     def __init__(self, impl: str = DEFAULT_KEY_IMPL) -> None:
         self.impl = impl
-        shape = jax.eval_shape(lambda: jax.random.key_data(jax.random.key(0, impl=key_impl(impl)))).shape
+        self._jax_impl = key_impl(impl)  # what jax.random's impl= takes
+        shape = jax.eval_shape(lambda: jax.random.key_data(jax.random.key(0, impl=self._jax_impl))).shape
         self.key_words = int(np.prod(shape))
         self.key_shape = tuple(shape)
         self._bits = bits_of(impl)  # names the streams: implementations of the same bits embed and hash alike
@@ -200,7 +201,7 @@ class PRNGKeyCodec:
         return KeyPayloadSpec(impl=self.impl, key_data_shape=self.key_shape)
 
     def encode(self, host_value: Any, type: Any) -> jax.Array:
-        return jax.random.wrap_key_data(self.encode_words(host_value, type), impl=key_impl(self.impl))
+        return jax.random.wrap_key_data(self.encode_words(host_value, type), impl=self._jax_impl)
 
     def decode(self, backend_value: Any, type: Any) -> Any:
         self.validate(backend_value, type)
@@ -308,7 +309,7 @@ class _KeyDataOf:
     def __init__(self, codec: StateCodec, impl: str) -> None:
         self.codec = codec
         self.spec = codec.spec
-        self.impl = impl
+        self.impl = key_impl(impl)  # what jax.random's impl= takes
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.codec!r})"
@@ -329,7 +330,7 @@ class _KeyDataOf:
         return jax.random.key_data(self.codec.encode(host_value, type))
 
     def decode_words(self, words: Any, type: Any, into: Any = None) -> Any:
-        return self.codec.decode(jax.random.wrap_key_data(words, impl=key_impl(self.impl)), type)
+        return self.codec.decode(jax.random.wrap_key_data(words, impl=self.impl), type)
 
 
 def as_key_codec(codec: StateCodec, spec: KeyPayloadSpec) -> KeyCodec:

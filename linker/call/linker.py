@@ -120,7 +120,7 @@ class KeyBoundaryValue(BoundaryValue):
 
     def __init__(self, variable: Variable, codec: KeyCodec, storage: list[Any], impl: str) -> None:
         super().__init__(variable, codec, storage)
-        self.impl = impl
+        self.impl = key_impl(impl)  # what jax.random's impl= takes
         self.passes_through = False
         self._encode = codec.encode_words
         self._decode = codec.decode_words
@@ -137,7 +137,7 @@ class KeyBoundaryValue(BoundaryValue):
             raise self.failure("output", error) from error
 
     def enter(self, value: Any) -> Any:
-        return jax.random.wrap_key_data(value, impl=key_impl(self.impl))
+        return jax.random.wrap_key_data(value, impl=self.impl)
 
     def leave(self, value: Any) -> Any:
         if not jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key):
