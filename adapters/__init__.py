@@ -29,6 +29,7 @@ from aejax.adapters.registry import (
     register_codec,
     type_path,
 )
+from aejax.adapters.resident import ResidentSharedVariable, ResidentStorage, resident_shared
 from aejax.adapters.schemas import (
     ArrayPayloadSpec,
     CodecSpec,
@@ -64,6 +65,8 @@ __all__ = [
     "PayloadError",
     "PhiloxState",
     "PublishedCodecs",
+    "ResidentSharedVariable",
+    "ResidentStorage",
     "SFC64State",
     "SliceCodec",
     "StateCodec",
@@ -75,6 +78,7 @@ __all__ = [
     "published_codecs",
     "refresh_codecs",
     "register_codec",
+    "resident_shared",
     "stays_on_host",
     "type_path",
 ]

@@ -8,6 +8,7 @@ Importing it registers the mode ``"AEJAX"``, and its device-I/O variant
     g = aesara.function([x], y, mode="AEJAX_DEVICE")   # or mode=aejax.linker.device_mode
 """
 
+from aejax.adapters.resident import register_resident_shared
 from aejax.linker import scan  # noqa: F401  (registers the Scan lowering)
 from aejax.linker.call.device_call import JaxArgumentError
 from aejax.linker.call.function import AejaxFunction
@@ -37,6 +38,8 @@ from aejax.linker.mode import (
 from aejax.linker.program.host_node import HostNodeWarning
 from aejax.linker.program.static_inputs import RecompileWarning, ShapeInputWarning, StaticInputProgram
 from aejax.linker.rewrites import JAX_REWRITES, ScanKeepLast
+
+register_resident_shared()
 
 __all__ = [
     "DEVICE_MODE_NAME",

@@ -14,6 +14,11 @@ met there raises `NeedsChecks`, and the program is traced again as a
 `CheckedProgram`, which raises the failed check's exception on the host,
 before any output is stored, so a failing call updates no shared variable.
 Programs without checks are compiled as they are and pay nothing.
+
+A program given the buffers of its inputs to reuse (donated: the old value
+of an updated shared variable) cannot fail once it has started without
+losing them, so it is a `CheckedProgram`, given none, as soon as it has a
+check or a host call (`host_call_staged`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 _WARN, _DISCOVER, _CHECKED, _SHAPES_ONLY = "warn", "discover", "checked", "shapes only"
+_DISCOVER_DONATING = "discover, inputs donated"
 _CONTEXT = contextvars.ContextVar("aejax_checks", default=_WARN)
 _CODES: contextvars.ContextVar[list[Any]] = contextvars.ContextVar("aejax_check_codes")
 PASSED = -1
@@ -73,7 +79,7 @@ def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
     context = _CONTEXT.get()
     if context == _SHAPES_ONLY:
         return
-    if context == _DISCOVER:
+    if context in (_DISCOVER, _DISCOVER_DONATING):
         raise NeedsChecks(message)
     if context == _WARN:
         warnings.warn(
@@ -144,13 +150,28 @@ def shapes_only(fn: Callable[..., Any], *args: Any) -> Any:
     return _traced_in(_SHAPES_ONLY, lambda *values: jax.eval_shape(fn, *values), args)
 
 
-def discovering(traced_fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``traced_fn`` tracing so that a check in it raises `NeedsChecks`."""
+def discovering(traced_fn: Callable[..., Any], donating: bool = False) -> Callable[..., Any]:
+    """``traced_fn`` tracing so that a check in it raises `NeedsChecks`.
+
+    With ``donating`` (its program is given input buffers to reuse), so does
+    a host call (`host_call_staged`).
+    """
+    context = _DISCOVER_DONATING if donating else _DISCOVER
 
     def discover(*args: Any) -> Any:
-        return _traced_in(_DISCOVER, traced_fn, args)
+        return _traced_in(context, traced_fn, args)
 
     return discover
+
+
+def host_call_staged() -> None:
+    """Say that the program being traced calls the host, where an exception may fail it after it started.
+
+    A program given donated buffers would have lost them by then, so it is
+    traced again as a `CheckedProgram`, which is given none.
+    """
+    if _CONTEXT.get() == _DISCOVER_DONATING:
+        raise NeedsChecks("a host call in a program whose inputs are donated")
 
 
 class CheckedProgram:

@@ -15,8 +15,9 @@ AEJAX the default, assign the mode object::
 ``"AEJAX_DEVICE"`` (`device_mode`, an `AejaxDeviceMode`) is the device-I/O
 variant: the same rewrites and lowering, but its functions take ``jax.Array``
 arguments without copying them to the host and return ``jax.Array``s where
-XLA put them (`JAXDeviceLinker`, `aejax.linker.call.device_call`). Shared
-variables keep host values in both modes.
+XLA put them (`JAXDeviceLinker`, `aejax.linker.call.device_call`). In both
+modes a shared variable made from a ``jax.Array`` keeps its value on the
+device between calls (`aejax.adapters.resident`); others keep host values.
 """
 
 from __future__ import annotations

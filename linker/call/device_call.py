@@ -14,8 +14,9 @@ returned arrays are the ``jax.Array``s XLA made (`linker.DeviceValue`).
 fast path once a call has run: it checks each argument's class, dtype and
 shape (a ``jax.Array``'s placement is jit's to check: a new sharding
 compiles the program for it) and returns the program's outputs as they are.
-Shared variables are read and updated as under ``"AEJAX"``: their updates are
-copied to the host after each call, so every backend sees their values.
+Shared variables are read and updated as under ``"AEJAX"``: a resident one
+(made from a ``jax.Array``) keeps its update as a ``jax.Array``, any other
+has its update copied to the host after each call.
 """
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from aesara.tensor.type import TensorType
 
 from aejax.adapters import HeldKey, held_key_reader
-from aejax.linker.call.linker import BoundaryValue, HostCall, KeyBoundaryValue
+from aejax.adapters.resident import ResidentStorage
+from aejax.linker.call.linker import BoundaryValue, HostCall, KeyBoundaryValue, held_value
 from aejax.linker.program.packing import unpacked
 from aejax.linker.program.static_inputs import Shortcut
 
@@ -74,7 +75,7 @@ class DirectCall:
         self._filters = [self.argument_filter(c, cell) for c, cell in zip(self.explicit, call.program.input_cells)]
         self.shared = [c.storage for c in containers[arity:]]
         self.updated = [
-            (c.storage, argument_filter(c))
+            (c.storage, update_filter(c))
             for c, i in zip(containers, function.maker.expanded_inputs)
             if i.update is not None
         ]
@@ -105,7 +106,7 @@ class DirectCall:
         """
         values = list(args) if trusted else [filter(arg) for filter, arg in zip(self._filters, args)]
         if self.shared:
-            values += [cell[0] for cell in self.shared]
+            values += [held_value(cell) for cell in self.shared]
         outputs = self._returned(self.call(values))
         shortcut = self.call.program.shortcut()
         if shortcut is not self._exact_for:  # a new program ran: the exact call is now one for its arguments
@@ -129,7 +130,10 @@ class DirectCall:
         n = self.n_returned
         updates = [(cell, keep(value)) for (cell, keep), value in zip(self.updated, outputs[n:])]
         for cell, value in updates:
-            cell[0] = value
+            if type(cell) is ResidentStorage:
+                cell.hold(value)
+            else:
+                cell[0] = value
         return outputs[:n]
 
 
@@ -207,6 +211,7 @@ class ExactCall:
         keys: list[SharedKey],
         decoders: list[Callable[[Any], Any]] | None,
         updates: list[tuple[int, list[Any], Callable[[Any], Any]]],
+        resident_updates: list[tuple[int, ResidentStorage]],
     ) -> None:
         self._program = program
         self._arity = direct.arity
@@ -219,6 +224,7 @@ class ExactCall:
         self._keys = keys
         self._decoders = decoders
         self._updates = updates
+        self._resident_updates = resident_updates
 
     @classmethod
     def of(cls, direct: DirectCall, arguments: Sequence[Any], returning: Returning) -> ExactCall | None:
@@ -242,7 +248,7 @@ class ExactCall:
         if shared is None or updates is None:
             return None
         decoders = cls.output_decoders(direct.call.program.output_cells[: direct.n_returned])
-        return cls(direct, returning, shortcut.program, kinds, *shared, decoders, updates)  # type: ignore[arg-type]
+        return cls(direct, returning, shortcut.program, kinds, *shared, decoders, *updates)  # type: ignore[arg-type]
 
     @staticmethod
     def argument_kind(position: int, container: Any, argument: Any) -> ArgumentKind | None:
@@ -279,7 +285,7 @@ class ExactCall:
         """The call for checked ``args`` of a function with shared variables."""
         values = list(args)
         for cell in self._shared:
-            values.append(cell[0])
+            values.append(held_value(cell))
         for position, shape in self._array_shapes:
             if values[position].shape != shape:
                 return NOT_EXACT
@@ -333,6 +339,8 @@ class ExactCall:
             slot[0] = results[out]
         for cell, value in updates:
             cell[0] = value
+        for out, cell in self._resident_updates:
+            cell.hold(results[out])
 
 
 def _shared_inputs(
@@ -353,15 +361,37 @@ def _shared_inputs(
     return array_shapes, keys
 
 
-def _array_updates(direct: DirectCall, advanced: set[int]) -> list[tuple[int, list[Any], Callable[[Any], Any]]] | None:
-    """``(output, cell, filter)`` of each update not among the ``advanced`` random states; ``None`` if one is not an array."""
+def _array_updates(
+    direct: DirectCall, advanced: set[int]
+) -> tuple[list[tuple[int, list[Any], Callable[[Any], Any]]], list[tuple[int, ResidentStorage]]] | None:
+    """The updates that are not among the ``advanced`` random states; ``None`` if one is not an array.
+
+    ``(output, cell, filter)`` of each one copied to the host, and
+    ``(output, cell)`` of each one held as it is by a `ResidentStorage`.
+    """
     outputs = direct.call.program.output_cells
-    updates = [
-        (out, cell, keep)
-        for out, (cell, keep) in enumerate(direct.updated, start=direct.n_returned)
-        if out not in advanced
-    ]
-    return updates if all(outputs[out].crosses_as_array for out, _, _ in updates) else None
+    host, resident = [], []
+    for out, (cell, keep) in enumerate(direct.updated, start=direct.n_returned):
+        if out in advanced:
+            continue
+        if type(cell) is ResidentStorage:
+            resident.append((out, cell))
+        elif outputs[out].crosses_as_array:
+            host.append((out, cell, keep))
+        else:
+            return None
+    return host, resident
+
+
+def update_filter(container: Any) -> Callable[[Any], Any]:
+    """How an update of ``container``'s shared variable is filtered: none for a `ResidentStorage`, which holds it as it is."""
+    if type(container.storage) is ResidentStorage:
+        return _as_it_is
+    return argument_filter(container)
+
+
+def _as_it_is(value: Any) -> Any:
+    return value
 
 
 def _only_converts(container: Any) -> bool:

@@ -37,6 +37,7 @@ import numpy as np
 from aesara import config
 from aesara.compile.function.types import Function, FunctionMaker
 
+from aejax.adapters.resident import taking_storage
 from aejax.linker.call.device_call import DeviceDirectCall, JaxArgumentError
 from aejax.linker.call.direct_call import NOT_EXACT, DirectCall, Returning
 
@@ -127,12 +128,20 @@ class AejaxFunctionMaker(FunctionMaker):
     Aesara cache), while a JAX function needs none of it; the Op's Python
     code folds the same constants. It does so with numpy's floating-point
     warnings off, as C code folds them (``log1p(-1.0)`` is ``-inf``, silently).
+
+    Its functions take the storage of resident shared variables
+    (`aejax.adapters.resident`) without synchronising it: they read the
+    backend values it holds themselves.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("function_builder", AejaxFunction)
         with config.change_flags(cxx=""), np.errstate(all="ignore"):
             super().__init__(*args, **kwargs)
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        with taking_storage():
+            return super().create(*args, **kwargs)
 
 
 class AejaxDeviceFunctionMaker(AejaxFunctionMaker):

@@ -4,7 +4,10 @@ Inputs are encoded by their ``"jax"`` codec before each call (a shared numpy
 `Generator` becomes a PRNG key) and outputs decoded after it (the advanced key
 becomes a numpy `Generator` again), so shared variables are used as they are
 and keep host values every Aesara backend understands. `Type.filter` is never
-applied to backend values.
+applied to backend values. A resident shared variable
+(`aejax.adapters.resident`) is the exception: it enters as the ``jax.Array``
+it holds and its update stays one (`resident_updates`), its old buffer given
+to the program to reuse (``donated``).
 
 `JAXDeviceLinker`, the linker of the device-I/O mode ``"AEJAX_DEVICE"``, is
 the same but for the outputs a function returns: an array leaves the program
@@ -28,6 +31,7 @@ from aesara.tensor.type import TensorType
 
 from aejax.adapters import CodecError, KeyCodec, KeyPayloadSpec, StateCodec, codec_for
 from aejax.adapters.jax import as_key_codec
+from aejax.adapters.resident import ResidentStorage
 from aejax.adapters.threefry import key_impl
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, rebuildable, variable_name
@@ -301,6 +305,19 @@ class HostCall:
                 cell.decode(result)
 
 
+def held_value(storage: list[Any]) -> Any:
+    """What a storage list holds, a backend value a `ResidentStorage` keeps included (not decoded)."""
+    return storage.held() if type(storage) is ResidentStorage else storage[0]
+
+
+def resident_updates(fgraph: Any, storage_map: Mapping[Variable, list[Any]]) -> frozenset[int]:
+    """The positions of ``fgraph``'s outputs that update a shared variable whose storage keeps backend values."""
+    mapping = getattr(fgraph, "update_mapping", None) or {}
+    return frozenset(
+        out for out, position in mapping.items() if isinstance(storage_map[fgraph.inputs[position]], ResidentStorage)
+    )
+
+
 class JAXCodecLinker(JITLinker):
     """Compile a whole `FunctionGraph` with `jax.jit` behind a codec boundary.
 
@@ -311,12 +328,14 @@ class JAXCodecLinker(JITLinker):
     """
 
     def fgraph_convert(self, fgraph: Any, storage_map: Any = None, **kwargs: Any) -> GraphProgram:
+        mapping = getattr(fgraph, "update_mapping", None) or {}
         return GraphProgram(
             fgraph.inputs,
             fgraph.outputs,
             lower_nodes(fgraph, jax_funcify),
             self.create_thunk_inputs(storage_map),
             self.create_thunk_outputs(fgraph, storage_map),
+            donated=frozenset(mapping[out] for out in resident_updates(fgraph, storage_map)),
         )
 
     def jit_compile(self, program: GraphProgram) -> GraphProgram:
@@ -326,8 +345,8 @@ class JAXCodecLinker(JITLinker):
         return boundary(self.fgraph.inputs, storage_map)
 
     def create_thunk_outputs(self, fgraph: Any, storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
-        """The cells of ``fgraph``'s outputs: each decoded to its host value."""
-        return boundary(fgraph.outputs, storage_map)
+        """The cells of ``fgraph``'s outputs: each decoded to its host value, but updates of resident shared variables."""
+        return boundary(fgraph.outputs, storage_map, on_device=resident_updates(fgraph, storage_map))
 
     def create_jitable_thunk(
         self, compute_map: Any, order: Any, input_storage: Any, output_storage: Any, storage_map: Any
@@ -339,7 +358,7 @@ class JAXCodecLinker(JITLinker):
 
         def thunk() -> None:
             try:
-                results = call([cell[0] for cell in inputs])
+                results = call([held_value(cell) for cell in inputs])
             except Exception as error:
                 kept = rebuildable(error)  # Aesara re-creates the error with more text: keep its type and message
                 if kept is error:
@@ -360,11 +379,11 @@ class JAXDeviceLinker(JAXCodecLinker):
     """`JAXCodecLinker` whose returned array outputs stay ``jax.Array``s (`DeviceValue`).
 
     Updates of shared variables are decoded to host values as under
-    `JAXCodecLinker`, so shared variables keep values every Aesara backend
-    reads.
+    `JAXCodecLinker` (but those of resident shared variables), so shared
+    variables keep values every Aesara backend reads.
     """
 
     def create_thunk_outputs(self, fgraph: Any, storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
         updates = set(getattr(fgraph, "update_mapping", None) or {})
         returned = frozenset(i for i in range(len(fgraph.outputs)) if i not in updates)
-        return boundary(fgraph.outputs, storage_map, on_device=returned)
+        return boundary(fgraph.outputs, storage_map, on_device=returned | resident_updates(fgraph, storage_map))

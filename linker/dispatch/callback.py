@@ -34,6 +34,7 @@ from aesara.tensor.exceptions import ShapeError
 from aesara.tensor.random.type import RandomStateType
 from aesara.tensor.type import DenseTensorType
 
+from aejax.linker.checks import host_call_staged
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
 from aejax.linker.trace.host_failures import UnknownShapesError, host_object_error, host_objects, recorded
 from aejax.linker.trace.lowering import fold, host_value, is_numeric, lookup, perform
@@ -167,6 +168,7 @@ def perform_callback(
                 raise recorded(error) from error
 
         result_types = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in zip(shapes, dtypes)]
+        host_call_staged()
         results = jax.pure_callback(on_host, result_types, *[args[i] for i in staged], vmap_method="sequential")
         if not warned:
             warned = True

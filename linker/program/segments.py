@@ -126,6 +126,11 @@ def bucketed(value: Any) -> Ragged:
 class GraphProgram:
     """Run a lowered graph with values in their jit-boundary form.
 
+    ``donated`` are the positions of inputs whose buffers the program may
+    reuse (`StaticInputProgram.donated`), when one program computes the
+    whole graph: of segments run in a row, a later one could fail after an
+    earlier one had used them up.
+
     Safe to call from several threads: the plan is replaced as a whole, and
     a thread whose plan went out of date meanwhile runs again with the new one.
     """
@@ -137,8 +142,10 @@ class GraphProgram:
         steps: Sequence[Step],
         entries: Sequence[Boundary],
         exits: Sequence[Boundary],
+        donated: frozenset[int] = frozenset(),
     ) -> None:
         self.inputs = list(inputs)
+        self.donated = donated
         self.outputs = list(outputs)
         self.steps = list(steps)
         self.input_cells = list(entries)
@@ -285,7 +292,7 @@ class GraphProgram:
             left = tuple(r if run_time else x.leave(r) for x, r, run_time in zip(exits, results, ragged))
             return packed(left, [x.crosses_as_array and not run_time for x, run_time in zip(exits, ragged)])
 
-        return Segment(self.inputs, self.outputs, StaticInputProgram(self.inputs, boundary_fn))
+        return Segment(self.inputs, self.outputs, StaticInputProgram(self.inputs, boundary_fn, self.donated))
 
     def _segment(self, index: int, groups: list[list[Step]], plan: Plan) -> Segment:
         steps = groups[index]

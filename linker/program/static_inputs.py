@@ -77,6 +77,17 @@ def _static_key(value: Any) -> Any:
     return array.item() if array.ndim == 0 else tuple(array.tolist())
 
 
+def _first_call(program: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """The first call of a new ``program``: JAX's warning that a donated buffer found no output to go to is not shown.
+
+    An update may change its variable's shape; its old buffer is then freed
+    rather than reused, which is all the warning says.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+        return program(*args)
+
+
 class RecompileWarning(UserWarning):
     """A compiled function keeps compiling new programs, more than its cache keeps."""
 
@@ -129,6 +140,10 @@ class StaticInputProgram:
         static inputs and the shapes of the others.
     checked
         Whether the graph met a run-time check while tracing (see `aejax.linker.checks`).
+    donated
+        Positions of the inputs whose buffers a program may reuse for its
+        outputs (``donate_argnums``): the old values of updated resident
+        shared variables. Not in a checked program, nor for static inputs.
     shortcut
         The program of the last call that ran, while no input is static
         (`Shortcut`); ``None`` before the first call and after discovery
@@ -137,9 +152,15 @@ class StaticInputProgram:
 
     cache_size = 32
 
-    def __init__(self, inputs: Sequence[Variable], traced_fn: Callable[..., tuple[Any, ...]]) -> None:
+    def __init__(
+        self,
+        inputs: Sequence[Variable],
+        traced_fn: Callable[..., tuple[Any, ...]],
+        donated: frozenset[int] = frozenset(),
+    ) -> None:
         self.inputs = list(inputs)
         self.traced_fn = traced_fn
+        self.donated = donated
         self.programs = ProgramCache(lambda: self.cache_size)
         self._discovered = _Discovered()
         self._lock = threading.Lock()
@@ -166,8 +187,9 @@ class StaticInputProgram:
         while True:
             discovered = self._discovered
             try:
-                key, program = self._program_for(discovered, args)
-                outputs = program(*self._dynamic(discovered, args))
+                key, program, compiled = self._program_for(discovered, args)
+                dynamic = self._dynamic(discovered, args)
+                outputs = _first_call(program, dynamic) if compiled and self.donated else program(*dynamic)
             except LoweringError as error:
                 if not self._make_static(discovered, error):
                     raise
@@ -178,17 +200,19 @@ class StaticInputProgram:
                     self.shortcut = Shortcut(key, program)  # only once it ran: then it is traced
                 return outputs
 
-    def _program_for(self, discovered: _Discovered, args: tuple[Any, ...]) -> tuple[Any, Callable[..., Any]]:
+    def _program_for(self, discovered: _Discovered, args: tuple[Any, ...]) -> tuple[Any, Callable[..., Any], bool]:
+        """The key and program for ``args``, and whether the program was made for them (its first call compiles it)."""
         statics = discovered.static_positions
         key = tuple(_static_key(a) if i in statics else _shape_key(a) for i, a in enumerate(args))
         program = self.programs.get(key)
-        if program is None:
-            self._announce_new_values(statics, key)
-            program = self.programs.add(key, self._compile(discovered, key))
-            if self.programs.evicted and not self._warned:
-                self._warned = True
-                self._warn_recompiling()
-        return key, program
+        if program is not None:
+            return key, program, False
+        self._announce_new_values(statics, key)
+        program = self.programs.add(key, self._compile(discovered, key))
+        if self.programs.evicted and not self._warned:
+            self._warned = True
+            self._warn_recompiling()
+        return key, program, True
 
     @staticmethod
     def _dynamic(discovered: _Discovered, args: tuple[Any, ...]) -> list[Any] | tuple[Any, ...]:
@@ -210,7 +234,17 @@ class StaticInputProgram:
 
         use_persistent_cache()
         program = with_static_inputs(program)  # a Scan may ask for the bounds of its sequences (BoundsNeeded)
-        return CheckedProgram(program) if discovered.checked else jax.jit(discovering(program))
+        if discovered.checked:
+            return CheckedProgram(program)
+        donated = self._donated_argnums(discovered.static_positions)
+        if not donated:
+            return jax.jit(discovering(program))
+        return jax.jit(discovering(program, donating=True), donate_argnums=donated)
+
+    def _donated_argnums(self, statics: tuple[int, ...]) -> tuple[int, ...]:
+        """The positions among the dynamic arguments of the inputs whose buffers the program may reuse."""
+        dynamic = [i for i in range(len(self.inputs)) if i not in statics]
+        return tuple(n for n, i in enumerate(dynamic) if i in self.donated)
 
     def _make_static(self, discovered: _Discovered, error: LoweringError) -> bool:
         if error.node is None or not error.needs_static:

@@ -7,13 +7,9 @@ subprocess that forces two CPU devices before JAX starts.
 """
 
 import copy
-import os
 import pickle
-import subprocess
-import sys
 import textwrap
 import warnings
-from pathlib import Path
 
 import aesara
 import aesara.tensor as at
@@ -30,9 +26,9 @@ from aejax.linker.call.device_call import DeviceExactCall
 from aejax.linker.call.function import AejaxDeviceFunction
 from aejax.linker.call.linker import JAXDeviceLinker
 from tests.reference import REFERENCE
+from tests.two_devices import run_on_two_devices
 
 DEVICE = "AEJAX_DEVICE"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def as_list(outputs):
@@ -322,12 +318,7 @@ PLACEMENT = textwrap.dedent(
 
 
 def test_placement_on_two_devices_in_a_fresh_process():
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run(
-        [sys.executable, "-c", PLACEMENT], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "placement ok" in done.stdout
+    assert "placement ok" in run_on_two_devices(PLACEMENT)
 
 
 def test_values_of_run_time_length_and_host_nodes_come_back_as_jax_arrays():
