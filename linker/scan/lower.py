@@ -646,10 +646,28 @@ def stepping_on_host(node: Apply) -> Apply:
     return twin if [o.type for o in twin.outputs] == [o.type for o in node.outputs] else node
 
 
+def merged_inner_graph(fgraph: FunctionGraph) -> FunctionGraph:
+    """A clone of a Scan's inner graph in which each computation is made once.
+
+    Aesara's Scan builds the inner graph of a Scan nested in another one
+    once for the outputs of the enclosing step and again for its updates:
+    in aehmc's NUTS every trajectory was integrated twice, and four times
+    in a Scan of transitions. One `MergeOptimizer` pass leaves some of those
+    copies, so passes run on fresh clones until one removes no node.
+    """
+    inner = fgraph.clone()
+    MergeOptimizer().rewrite(inner)
+    while True:
+        again = inner.clone()
+        MergeOptimizer().rewrite(again)
+        if len(again.apply_nodes) == len(inner.apply_nodes):
+            return again
+        inner = again
+
+
 @jax_funcify.register(Scan)
 def _scan(op: Scan, node: Any = None, **kwargs: Any) -> LoweredScan:
-    inner = op.fgraph.clone()
-    MergeOptimizer().rewrite(inner)
+    inner = merged_inner_graph(op.fgraph)
     scan_rewrites.rewrite(inner)
     asked = rewrites_asked_by(op.mode)
     if asked is not None:
