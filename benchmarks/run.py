@@ -50,6 +50,10 @@ HEADER = (
     f"{'workload':26} {'aejax ms':>9} {'JAX ms':>9} {'C ms':>9} {'aejax/JAX':>9} {'target':>6} {'C/JAX':>8} "
     f"{'compile aejax/JAX/C s':>22}"
 )
+SAMPLER_HEADER = (
+    f"{'sampler':26} {'us/transition aejax/JAX':>24} {'gradients/transition':>21} "
+    f"{'us/gradient aejax/JAX':>22} {'per gradient':>12}"
+)
 
 
 def ready(value: Any) -> Any:
@@ -156,12 +160,26 @@ def measure(work: Workload, rounds: int, with_c: bool) -> dict[str, Any]:
         for name in found
         if name != "jax" and "jax" in found
     }
-    return {
+    result = {
         "compile": {name: c for name, (c, _) in found.items()},
         "call": {name: statistics.median(t) for name, t in per_round.items()},
         "ratio": {name: statistics.median(r) for name, r in round_ratios.items()},
         "round_ratios": round_ratios,
     }
+    if work.gradients is not None:
+        result["transitions"] = work.transitions
+        result["gradients"] = work.gradients()
+    return result
+
+
+def per_step(result: dict[str, Any]) -> dict[str, dict[str, float]] | None:
+    """A sampler's time per transition and per gradient evaluation (s), by system; ``None`` for other workloads."""
+    counts = result.get("gradients")
+    if not counts:
+        return None
+    transition = {name: result["call"][name] / result["transitions"] for name in counts}
+    gradient = {name: transition[name] / counts[name] for name in counts}
+    return {"transition": transition, "gradients": counts, "gradient": gradient}
 
 
 def chosen(names: list[str], only: list[str] | None) -> list[str]:
@@ -201,7 +219,45 @@ def measure_all(scale: float, rounds: int, with_c: bool, only: list[str] | None 
         work = builders[name]()
         return {"name": work.name, "target": work.target, **measure(work, rounds, with_c)}
 
-    return tabulated("benchmarks", chosen(list(builders), only), HEADER, measure_one, table_row)
+    results = tabulated("benchmarks", chosen(list(builders), only), HEADER, measure_one, table_row)
+    print_sampler_table(results)
+    return results
+
+
+def print_sampler_table(results: list[dict[str, Any]]) -> None:
+    """The samplers' table: time per transition and per gradient evaluation (none if no sampler was measured)."""
+    rows = [sampler_row(r) for r in results if per_step(r) is not None]
+    if rows:
+        print("\n".join(["", SAMPLER_HEADER, "-" * len(SAMPLER_HEADER), *rows]))
+
+
+def sampler_cells(result: dict[str, Any]) -> list[str]:
+    """A sampler's µs per transition, gradients per transition and µs per gradient (aejax/JAX each), and the ratio per gradient."""
+    steps = per_step(result)
+    assert steps is not None
+
+    def pair(values: dict[str, float], spec: str, scale: float = 1.0) -> str:
+        return "/".join(cell(values, k, spec, scale).strip() for k in ("aejax", "jax"))
+
+    grad = steps["gradient"]
+    ratio = grad["aejax"] / grad["jax"] if "jax" in grad else None
+    return [
+        pair(steps["transition"], ".1f", 1e6),
+        pair(steps["gradients"], ".1f"),
+        pair(grad, ".2f", 1e6),
+        "-" if ratio is None else f"{ratio:.2f}",
+    ]
+
+
+def sampler_row(result: dict[str, Any]) -> str:
+    """One row of the samplers' plain-text table."""
+    transition, gradients, gradient, ratio = sampler_cells(result)
+    return f"{result['name']:26} {transition:>24} {gradients:>21} {gradient:>22} {ratio:>12}"
+
+
+def sampler_rst_row(result: dict[str, Any]) -> str:
+    """One row of the README's samplers csv-table."""
+    return "   " + ", ".join([f'"{result["name"]}"', *(f'"{c}"' for c in sampler_cells(result))])
 
 
 def cell(values: dict[str, float], key: str, spec: str, scale: float = 1.0) -> str:
@@ -324,6 +380,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.load:
         results = json.loads(Path(args.load).read_text())["workloads"]
         print("\n".join([HEADER, "-" * len(HEADER), *map(table_row, results)]))
+        print_sampler_table(results)
     else:
         results = measure_all(args.scale, args.rounds, not args.skip_c, args.only)
     if args.save:
@@ -331,6 +388,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"table: {Path(args.save).resolve()}")
     if args.rst:
         print("\n".join(map(rst_row, results)))
+        print("\n".join(sampler_rst_row(r) for r in results if per_step(r) is not None))
     if args.plot:
         plot(results, args.plot)
 

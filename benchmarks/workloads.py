@@ -21,6 +21,7 @@ installed (``pip install '.[bench]'``), and they have none otherwise.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -33,9 +34,13 @@ import jax.numpy as jnp
 import numpy as np
 from aehmc import hmc, nuts
 from aeppl import joint_logprob
+from aesara.graph.basic import Apply
+from aesara.graph.op import Op
 from aesara.scan.utils import until
 from aesara.tensor.random.utils import RandomStream
 from jax import lax
+
+from aejax.linker import CallbackWarning
 
 
 @dataclass
@@ -60,6 +65,11 @@ class Workload:
     function of another mode compiled with them would make them keep host
     values (`aejax.adapters.resident`).
     """
+
+    gradients: Callable[[], dict[str, float]] | None = None
+    """Gradient evaluations per transition of aejax's chain and of the hand-written one, counted on one call (NUTS)."""
+    transitions: int | None = None
+    """Transitions per call, for a sampler."""
 
     def aesara_function(self, mode: Any) -> Callable[..., Any]:
         inputs, outputs, updates = self.inputs, self.outputs, self.updates
@@ -93,7 +103,8 @@ def _rnn_data(steps: int, hidden: int, batch: int, features: int) -> tuple[np.nd
     return W, U, b, h0, xs
 
 
-def _rnn_graph() -> tuple[list[Any], Any]:
+def _rnn_graph(last_state: bool = False) -> tuple[list[Any], Any]:
+    """The RNN's inputs and loss: the mean square of its states, or with ``last_state`` the sum of its last one."""
     W, U, b, h0, xs = (
         at.dmatrix("W"),
         at.dmatrix("U"),
@@ -107,15 +118,16 @@ def _rnn_graph() -> tuple[list[Any], Any]:
         outputs_info=h0,
         non_sequences=[W, U, b],
     )
-    return [W, U, b, h0, xs], (hs**2).mean()
+    return [W, U, b, h0, xs], hs[-1].sum() if last_state else (hs**2).mean()
 
 
-def _rnn_loss(W: Any, U: Any, b: Any, h0: Any, xs: Any) -> Any:
+def _rnn_loss(W: Any, U: Any, b: Any, h0: Any, xs: Any, last_state: bool = False) -> Any:
     def step(h: Any, x: Any) -> tuple[Any, Any]:
         new = jnp.tanh(h @ W + x @ U + b)
         return new, new
 
-    return jnp.mean(lax.scan(step, h0, xs)[1] ** 2)
+    hs = lax.scan(step, h0, xs)[1]
+    return hs[-1].sum() if last_state else jnp.mean(hs**2)
 
 
 def rnn(steps: int, hidden: int = 128, batch: int = 32, features: int = 64) -> Workload:
@@ -124,12 +136,21 @@ def rnn(steps: int, hidden: int = 128, batch: int = 32, features: int = 64) -> W
     return Workload("RNN", 1.1, inputs, loss, None, data, jax.jit(_rnn_loss), data)
 
 
-def rnn_gradient(steps: int, hidden: int = 128, batch: int = 32, features: int = 64) -> Workload:
-    inputs, loss = _rnn_graph()
+def rnn_gradient(
+    steps: int, hidden: int = 128, batch: int = 32, features: int = 64, last_state: bool = False
+) -> Workload:
+    """The gradient of the RNN's loss w.r.t. ``W`` and ``h0``; with ``last_state``, of a loss on its last state only.
+
+    A loss on the last state scatters a constant into a zero buffer as long
+    as the trace, which XLA constant-folded in seconds before aejax built such
+    buffers behind a barrier (issue #28): its compile time is the measure.
+    """
+    inputs, loss = _rnn_graph(last_state)
     W, h0 = inputs[0], inputs[3]
     data = _rnn_data(steps, hidden, batch, features)
-    hand = jax.jit(jax.grad(_rnn_loss, argnums=(0, 3)))
-    return Workload("RNN gradient (W, h0)", 1.1, inputs, aesara.grad(loss, [W, h0]), None, data, hand, data)
+    hand = jax.jit(jax.grad(partial(_rnn_loss, last_state=last_state), argnums=(0, 3)))
+    name = "RNN last-state gradient" if last_state else "RNN gradient (W, h0)"
+    return Workload(name, 1.1, inputs, aesara.grad(loss, [W, h0]), None, data, hand, data)
 
 
 def mit_sot(steps: int) -> Workload:
@@ -377,9 +398,13 @@ def nuts_chain(
 
 
 def numpyro_nuts(
-    potential: Callable[[Any], Any], transitions: int, step_size: float, dims: int, seed: int
+    potential: Callable[[Any], Any], transitions: int, step_size: float, dims: int, seed: int, steps: bool = False
 ) -> KeyedJax | None:
-    """NumPyro's NUTS, ``transitions`` of them in one ``lax.scan`` from ``q0``; ``None`` without NumPyro."""
+    """NumPyro's NUTS, ``transitions`` of them in one ``lax.scan`` from ``q0``; ``None`` without NumPyro.
+
+    Its outputs are the positions and acceptance probabilities, and with
+    ``steps`` each transition's number of leapfrog steps (one gradient each).
+    """
     try:
         from numpyro.infer.hmc import hmc as numpyro_hmc
     except ImportError:
@@ -395,9 +420,9 @@ def numpyro_nuts(
         rng_key=jax.random.key(seed),
     )
 
-    def transition(state: Any, _: Any) -> tuple[Any, tuple[Any, Any]]:
+    def transition(state: Any, _: Any) -> tuple[Any, tuple[Any, ...]]:
         state = sample_kernel(state)
-        return state, (state.z, state.accept_prob)
+        return state, (state.z, state.accept_prob, state.num_steps) if steps else (state.z, state.accept_prob)
 
     def chain(key_data: Any, q0: Any) -> tuple[Any, tuple[Any, Any]]:
         key, chain_key = jax.random.split(jax.random.wrap_key_data(key_data))
@@ -408,12 +433,78 @@ def numpyro_nuts(
     return KeyedJax(chain, seed)
 
 
+class EvaluationCounter(Op):
+    """The identity on a position, run on the host, counting its evaluations: one per potential and gradient."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def make_node(self, q: Any) -> Apply:
+        q = at.as_tensor_variable(q)
+        return Apply(self, [q], [q.type()])
+
+    def perform(self, node: Apply, inputs: list[Any], outputs: list[list[Any]]) -> None:
+        self.count += 1
+        outputs[0][0] = inputs[0].copy()
+
+    def infer_shape(self, fgraph: Any, node: Apply, shapes: list[Any]) -> list[Any]:
+        return shapes
+
+    def grad(self, inputs: list[Any], output_grads: list[Any]) -> list[Any]:
+        return output_grads
+
+
+def nuts_gradients(
+    logprob: Callable[[Any], Any],
+    potential: Callable[[Any], Any],
+    transitions: int,
+    step_size: float,
+    dims: int,
+    seed: int,
+) -> dict[str, float]:
+    """Gradient evaluations per transition in one call of aejax's chain (``"aejax"``) and of NumPyro's (``"jax"``).
+
+    aejax's are counted by an `EvaluationCounter` in front of the
+    log-density (through a host callback; the same seed, so the same draws
+    as the timed chain's first call), less the one of the starting point;
+    NumPyro's are its transitions' ``num_steps``.
+    """
+    counter = EvaluationCounter()
+    inputs, outputs, updates = nuts_chain(lambda q: logprob(counter(q)), transitions, step_size, dims, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CallbackWarning)
+        aesara.function(inputs, outputs, updates=updates, mode="AEJAX")(np.zeros(dims))
+    counts = {"aejax": (counter.count - 1) / transitions}
+    hand = numpyro_nuts(potential, transitions, step_size, dims, seed, steps=True)
+    if hand is not None:
+        counts["jax"] = float(np.mean(hand(np.zeros(dims))[2]))
+    return counts
+
+
+def nuts_workload(
+    name: str,
+    logprob: Callable[[Any], Any],
+    potential: Callable[[Any], Any],
+    transitions: int,
+    step_size: float,
+    dims: int,
+    seed: int,
+) -> Workload:
+    """``transitions`` aehmc NUTS transitions of ``logprob`` from zero per call, against NumPyro's on ``potential``."""
+    inputs, outputs, updates = nuts_chain(logprob, transitions, step_size, dims, seed)
+    hand = numpyro_nuts(potential, transitions, step_size, dims, seed)
+    start = (np.zeros(dims),)
+    chain = (logprob, potential, transitions, step_size, dims, seed)
+    gradients = partial(nuts_gradients, *chain)
+    return Workload(
+        name, 1.5, inputs, outputs, updates, start, hand, start, gradients=gradients, transitions=transitions
+    )
+
+
 def nuts_gaussian(transitions: int, step_size: float = 0.25, seed: int = 7) -> Workload:
     """NUTS on the 2-D correlated Gaussian: ``transitions`` transitions per call."""
-    inputs, outputs, updates = nuts_chain(gaussian_logprob, transitions, step_size, 2, seed)
-    hand = numpyro_nuts(lambda q: -gaussian_logprob(q), transitions, step_size, 2, seed)
-    start = np.zeros(2)
-    return Workload("NUTS 2-D Gaussian", 1.5, inputs, outputs, updates, (start,), hand, (start,))
+    potential = lambda q: -gaussian_logprob(q)  # noqa: E731
+    return nuts_workload("NUTS 2-D Gaussian", gaussian_logprob, potential, transitions, step_size, 2, seed)
 
 
 def logistic_data(points: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -452,10 +543,7 @@ def nuts_regression(
 ) -> Workload:
     """NUTS on the logistic regression of `logistic_data` whose log-density ``logprob_of(X, y)`` builds."""
     X, y = logistic_data()
-    inputs, outputs, updates = nuts_chain(logprob_of(X, y), transitions, step_size, 3, seed)
-    hand = numpyro_nuts(logistic_potential(X, y), transitions, step_size, 3, seed)
-    start = np.zeros(3)
-    return Workload(name, 1.5, inputs, outputs, updates, (start,), hand, (start,))
+    return nuts_workload(name, logprob_of(X, y), logistic_potential(X, y), transitions, step_size, 3, seed)
 
 
 def nuts_logistic(transitions: int, step_size: float = 0.15, seed: int = 3) -> Workload:
@@ -499,6 +587,7 @@ def suite(scale: float = 1.0) -> dict[str, Callable[[], Workload]]:
         "RNN": partial(rnn, n(1_000)),
         "mit-sot taps [-1,-3]": partial(mit_sot, n(5_000)),
         "RNN gradient (W, h0)": partial(rnn_gradient, n(1_000)),
+        "RNN last-state gradient": partial(rnn_gradient, n(1_000), last_state=True),
         "Gaussian random walk": partial(random_walk, n(10_000)),
         "until-loop (Newton sqrt)": partial(newton_until, n(1_000)),
         "P1 add one": add_one,

@@ -11,7 +11,9 @@ Options:
 - ``--conformance-report=PATH``: write one JSON line per test (outcome,
   incidents, counts), which ``conformance/run.py`` reads;
 - ``--conformance-off``: no redirect (a baseline run of the same tests that
-  still writes the report).
+  still writes the report);
+- ``--conformance-resident-shared``: ``aesara.shared`` of a numpy array
+  builds aejax's resident shared variable (`conformance.shared`).
 
 The redirect is installed at session start, after the suite's own
 ``pytest_sessionstart`` (Aesara's and the client libraries' conftest files set
@@ -42,6 +44,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--conformance-report", metavar="PATH", help="write one JSON line per test to PATH")
     group.addoption("--conformance-off", action="store_true", help="do not redirect compilation to AEJAX")
+    group.addoption(
+        "--conformance-resident-shared",
+        action="store_true",
+        help="make aesara.shared of a numpy array build a resident (jax.Array-valued) shared variable",
+    )
 
 
 class Session:
@@ -50,6 +57,7 @@ class Session:
     def __init__(self, config: pytest.Config) -> None:
         self.compare = bool(config.getoption("conformance_compare"))
         self.off = bool(config.getoption("conformance_off"))
+        self.resident_shared = bool(config.getoption("conformance_resident_shared"))
         path = config.getoption("conformance_report")
         self.report = Path(path).open("a", encoding="utf-8") if path else None
         self.outcomes: dict[str, dict[str, Any]] = {}
@@ -79,8 +87,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Install the redirect, after the suite's conftest has set its Aesara flags."""
-    if _session is None or _session.off:
+    """Install the redirect (and the resident constructor), after the suite's conftest has set its Aesara flags."""
+    if _session is None:
+        return
+    if _session.resident_shared:
+        from conformance import shared
+
+        shared.install()
+    if _session.off:
         return
     from conformance import hook
 
@@ -88,9 +102,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Remove the redirect and close the report."""
+    """Remove the redirect (and the resident constructor) and close the report."""
     if _session is None:
         return
+    if _session.resident_shared:
+        from conformance import shared
+
+        shared.uninstall()
     if not _session.off:
         from conformance import hook
 

@@ -188,6 +188,8 @@ def run_suite(
         command.append("--conformance-off")
     elif not args.no_compare:
         command.append("--conformance-compare")
+    if args.resident_shared:
+        command.append("--conformance-resident-shared")
     command += [item for test in deselect for item in ("--deselect", test)]
     command += [*args.pytest_args, *paths]
     env = dict(os.environ)
@@ -219,6 +221,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--subset", choices=list(SUBSETS), help="a named short run (ci: a few minutes)")
     parser.add_argument("--tests-from", action="append", default=[], metavar="SUITE=DIR", help="where tests are")
     parser.add_argument("--no-compare", action="store_true", help="only redirect to AEJAX, compare nothing")
+    parser.add_argument(
+        "--resident-shared",
+        action="store_true",
+        help="numpy-valued aesara.shared builds resident (jax.Array-valued) shared variables",
+    )
     parser.add_argument(
         "--baseline",
         action="store_true",

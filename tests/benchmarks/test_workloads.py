@@ -1,5 +1,6 @@
 """The benchmark workloads: the hand-written JAX computes what the Aesara graph computes; the runner's tables."""
 
+import contextlib
 import dataclasses
 import sys
 import time
@@ -203,3 +204,33 @@ def test_a_slow_call_is_timed_once_per_round():
 def test_the_saved_table_says_whether_cpu_computations_ran_inline():
     assert run.run_info(run.parse_args(["--cpu-sync-dispatch"]))["cpu_sync_dispatch"] is True
     assert run.run_info(run.parse_args([]))["cpu_sync_dispatch"] is False
+
+
+@pytest.mark.parametrize("mode", ["AEJAX", "FAST_COMPILE"])
+def test_the_evaluation_counter_counts_the_leapfrog_steps_of_an_hmc_transition(mode):
+    """Six integration steps from a given state and gradient: six evaluations, on AEJAX and in Python."""
+    counter = workloads.EvaluationCounter()
+    q, energy, grad = aesara.tensor.dvector(), aesara.tensor.dscalar(), aesara.tensor.dvector()
+    srng = workloads.RandomStream(0)
+    kernel = workloads.hmc.new_kernel(srng, lambda x: workloads.gaussian_logprob(counter(x)))
+    (q_new, *_), _ = kernel(q, energy, grad, np.float64(0.25), aesara.tensor.ones(2), 6)
+    with pytest.warns(aejax.linker.CallbackWarning) if mode == "AEJAX" else contextlib.nullcontext():
+        step = aesara.function([q, energy, grad], q_new, updates=srng.updates(), mode=mode)
+        step(*workloads.gaussian_state(np.zeros(2)))
+    assert counter.count == 6, mode
+
+
+def test_nuts_workloads_count_gradients_per_transition_for_both_samplers():
+    work = SMALL["NUTS 2-D Gaussian"]()
+    counts = work.gradients()
+    assert work.transitions == 5 and set(counts) == {"aejax", "jax"}
+    assert all(1 <= count <= 2**10 for count in counts.values()), counts  # NUTS takes 1 to 2**max_depth steps
+
+
+def test_runner_reports_time_per_transition_and_per_gradient():
+    result = {"call": {"aejax": 0.02, "jax": 0.01}, "transitions": 100, "gradients": {"aejax": 4.0, "jax": 10.0}}
+    steps = run.per_step(result)
+    assert steps["transition"] == pytest.approx({"aejax": 2e-4, "jax": 1e-4})
+    assert steps["gradient"] == pytest.approx({"aejax": 5e-5, "jax": 1e-5})
+    assert run.sampler_cells(result) == ["200.0/100.0", "4.0/10.0", "50.00/10.00", "5.00"]
+    assert run.per_step({"call": {"aejax": 1.0}}) is None
