@@ -100,12 +100,16 @@ class ResidentStorage(list):
                 host[index] = value
             else:
                 list.__setitem__(self, index, value)
+                self._backend_value = None  # a host value replaces it: its device buffer is not kept
 
     def __iter__(self) -> Iterator[Any]:
         return iter([self[0]])
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        return (_restored_storage, (self[0], self.type))
+        return (ResidentStorage, (self.host_copy(), self.type))  # the value held stays where it is
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ResidentStorage:
+        return ResidentStorage(self.host_copy(), self.type)
 
     def __repr__(self) -> str:
         return f"ResidentStorage([{self.held()!r}])"
@@ -160,10 +164,6 @@ class ResidentStorage(list):
             self._backend_value = None
 
 
-def _restored_storage(value: Any, type_: TensorType) -> ResidentStorage:
-    return ResidentStorage(value, type_)
-
-
 class ResidentContainer(Container):
     """The container of a `ResidentSharedVariable`: takes ``jax.Array`` values as they are, and synchronises its storage when code outside `taking_storage` takes it."""
 
@@ -206,10 +206,9 @@ class ResidentContainer(Container):
         return f"<{self.resident_storage.held()!r}>"
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ResidentContainer:
-        storage = self.resident_storage
         return type(self)(
             self.type,
-            ResidentStorage(storage.host_copy(), storage.type),
+            copy.deepcopy(self.resident_storage, memo),  # one copy, shared with a copied function's containers
             readonly=self.readonly,
             strict=self.strict,
             allow_downcast=self.allow_downcast,

@@ -128,12 +128,13 @@ class DirectCall:
         if not self.updated:
             return outputs
         n = self.n_returned
-        updates = [(cell, keep(value)) for (cell, keep), value in zip(self.updated, outputs[n:])]
-        for cell, value in updates:
+        updated = list(zip(self.updated, outputs[n:]))
+        for (cell, _), value in updated:  # first: the program may have reused the old buffer
             if type(cell) is ResidentStorage:
                 cell.hold(value)
-            else:
-                cell[0] = value
+        updates = [(cell, keep(value)) for (cell, keep), value in updated if type(cell) is not ResidentStorage]
+        for cell, value in updates:
+            cell[0] = value
         return outputs[:n]
 
 
@@ -333,14 +334,15 @@ class ExactCall:
         return [r if type(r) is np.ndarray else decode(r) for decode, r in zip(self._decoders, results)]
 
     def _store_updates(self, results: Sequence[Any], advancing: list[tuple[list[Any], int]]) -> None:
-        """Store the updates: each array's through its filter, then each advanced key into its generator's slot."""
+        """Store the updates: each resident one as it is (the program may have reused the old buffer), each
+        other array's through its filter, then each advanced key into its generator's slot."""
+        for out, cell in self._resident_updates:
+            cell.hold(results[out])
         updates = [(cell, keep(np.array(results[out]))) for out, cell, keep in self._updates] if self._updates else ()
         for slot, out in advancing:
             slot[0] = results[out]
         for cell, value in updates:
             cell[0] = value
-        for out, cell in self._resident_updates:
-            cell.hold(results[out])
 
 
 def _shared_inputs(

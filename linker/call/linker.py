@@ -355,6 +355,10 @@ class JAXCodecLinker(JITLinker):
         call = HostCall(program, self.fgraph.update_mapping)
         inputs = [cell.storage for cell in program.input_cells]
         outputs = [(cell.storage, compute_map[cell.variable]) for cell in program.output_cells]
+        mapping = self.fgraph.update_mapping or {}
+        held = [
+            (out, storage_map[self.fgraph.inputs[mapping[out]]]) for out in resident_updates(self.fgraph, storage_map)
+        ]
 
         def thunk() -> None:
             try:
@@ -364,6 +368,8 @@ class JAXCodecLinker(JITLinker):
                 if kept is error:
                     raise
                 raise kept from error
+            for out, storage in held:  # at once: the old value may be donated, and Aesara's update reads the storage
+                storage.hold(results[out])
             for (storage, computed), value in zip(outputs, results):
                 storage[0] = value
                 computed[0] = True

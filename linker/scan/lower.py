@@ -661,7 +661,7 @@ def merged_inner_graph(fgraph: FunctionGraph) -> FunctionGraph:
         again = inner.clone()
         MergeOptimizer().rewrite(again)
         if len(again.apply_nodes) == len(inner.apply_nodes):
-            return again
+            return inner
         inner = again
 
 

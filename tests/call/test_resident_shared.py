@@ -320,3 +320,26 @@ PLACEMENT = textwrap.dedent(
 
 def test_placement_of_resident_values_on_two_devices_in_a_fresh_process():
     assert "placement ok" in run_on_two_devices(PLACEMENT)
+
+
+def test_a_call_with_keywords_takes_aesaras_path_and_keeps_the_values():
+    """Keywords go through Aesara's Function.__call__, which stores the update itself after the program ran."""
+    W, reference_W = aesara.shared(jnp.asarray(W0)), aesara.shared(W0.copy())
+    step, reference = sgd_step(W, "AEJAX"), sgd_step(reference_W, REFERENCE)
+    for seed in range(3):
+        X, Y = batch(seed)
+        np.testing.assert_allclose(step(X=X, Y=Y), reference(X=X, Y=Y), rtol=1e-12)
+        np.testing.assert_allclose(step(X, Y), reference(X, Y), rtol=1e-12)
+        np.testing.assert_allclose(W.get_value(), reference_W.get_value(), rtol=1e-12)
+
+
+def test_a_deep_copy_of_a_function_updates_the_copy_of_its_variable():
+    W = aesara.shared(jnp.asarray(W0), name="W")
+    step = sgd_step(W, "AEJAX")
+    step(*batch(0))
+    twin = copy.deepcopy(step)
+    (twin_W,) = [i.variable for i in twin.maker.inputs if isinstance(i.variable, ResidentSharedVariable)]
+    before = W.get_value()
+    twin(*batch(1))
+    np.testing.assert_array_equal(W.get_value(), before)
+    assert not np.array_equal(twin_W.get_value(), before)
