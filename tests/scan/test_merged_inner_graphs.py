@@ -56,4 +56,3 @@ def test_no_inner_graph_of_a_nuts_chain_computes_a_loop_twice():
     assert len(graphs) >= 4
     for inner in graphs:
         assert copies(inner) == []
-
