@@ -45,6 +45,10 @@ from aejax.adapters.registry import codec_for
 
 BACKEND = "jax"
 _LOCK = threading.RLock()
+_UPDATE_HELD = threading.Condition(_LOCK)
+"""Notified by each `ResidentStorage.hold`: a reader waits on it while the value it found is being donated."""
+UPDATE_WAIT = 600.0
+"""Seconds a reader waits for a call to store the update of a value that call was given to reuse."""
 _TAKING = threading.local()
 
 
@@ -133,10 +137,12 @@ class ResidentStorage(list):
             else:
                 list.__setitem__(self, 0, value)
                 self._backend_value = value
+            _UPDATE_HELD.notify_all()
 
     def host_copy(self) -> Any:
         """A host value of the current value that shares no memory with the storage's, leaving the storage as it is."""
         with _LOCK:
+            self._wait_for_update()
             if self.holds_backend_value():
                 return self.decode(list.__getitem__(self, 0))
             value = self.held()
@@ -155,10 +161,26 @@ class ResidentStorage(list):
         """The host value of the backend value ``value``, through the Type's codec."""
         return codec_for(BACKEND, self.type).decode(value, self.type)
 
+    def _wait_for_update(self) -> None:
+        """Wait, if the value held was donated to a call that is running (another thread's), until it holds the update.
+
+        JAX deletes a donated array when the call starts; the call holds the
+        new value as soon as its program returns.
+        """
+        value = list.__getitem__(self, 0)
+        if not (self.holds_backend_value() and value.is_deleted()):
+            return
+        if not _UPDATE_HELD.wait_for(lambda: list.__getitem__(self, 0) is not value, timeout=UPDATE_WAIT):
+            raise RuntimeError(
+                f"a shared variable of type {self.type} still holds the value a call was given to reuse "
+                f"after {UPDATE_WAIT} s: the call failed after its program started; set a new value with set_value"
+            )
+
     def _settle(self) -> None:
         if not self.holds_backend_value():
             return
         with _LOCK:
+            self._wait_for_update()
             if self.holds_backend_value():
                 list.__setitem__(self, 0, self.decode(list.__getitem__(self, 0)))
             self._backend_value = None

@@ -294,9 +294,8 @@ class ExactCall:
         if advancing is None:
             return NOT_EXACT
         results = unpacked(self._program(*values))
-        outputs = self._outputs(results)
-        self._store_updates(results, advancing)
-        return self._returning.value(outputs)
+        self._store_updates(results, advancing)  # first: a resident variable's old buffer may be donated
+        return self._returning.value(self._outputs(results))
 
     def _enter_keys(self, values: list[Any]) -> list[tuple[list[Any], int]] | None:
         """Replace each shared generator in ``values`` by the words of its key.

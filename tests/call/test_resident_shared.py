@@ -343,3 +343,20 @@ def test_a_deep_copy_of_a_function_updates_the_copy_of_its_variable():
     twin(*batch(1))
     np.testing.assert_array_equal(W.get_value(), before)
     assert not np.array_equal(twin_W.get_value(), before)
+
+
+def test_a_reader_waits_while_a_call_reuses_the_buffer_it_found():
+    """A donated array is deleted when the call starts; a reader in another thread gets the update the call holds."""
+    storage = ResidentStorage(None, at.dvector().type)
+    old = jnp.arange(3.0)
+    storage.hold(old)
+    old.delete()  # as a call that donated it would
+    seen = []
+    reader = threading.Thread(target=lambda: seen.append(storage.host_copy()))
+    reader.start()
+    reader.join(0.2)
+    assert reader.is_alive() and not seen  # waiting, not reading the deleted array
+    storage.hold(jnp.ones(3))
+    reader.join(5)
+    assert not reader.is_alive()
+    np.testing.assert_array_equal(seen[0], np.ones(3))
