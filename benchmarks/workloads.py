@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import aesara
 import aesara.tensor as at
@@ -424,7 +424,7 @@ def numpyro_nuts(
         state = sample_kernel(state)
         return state, (state.z, state.accept_prob, state.num_steps) if steps else (state.z, state.accept_prob)
 
-    def chain(key_data: Any, q0: Any) -> tuple[Any, tuple[Any, Any]]:
+    def chain(key_data: Any, q0: Any) -> tuple[Any, tuple[Any, ...]]:
         key, chain_key = jax.random.split(jax.random.wrap_key_data(key_data))
         energy, grad = jax.value_and_grad(potential)(q0)
         start = template._replace(z=q0, potential_energy=energy, z_grad=grad, rng_key=chain_key)
@@ -454,14 +454,18 @@ class EvaluationCounter(Op):
         return output_grads
 
 
-def nuts_gradients(
-    logprob: Callable[[Any], Any],
-    potential: Callable[[Any], Any],
-    transitions: int,
-    step_size: float,
-    dims: int,
-    seed: int,
-) -> dict[str, float]:
+class NutsSetup(NamedTuple):
+    """A NUTS workload's target and settings: aehmc runs on ``logprob``, NumPyro on ``potential`` (its negation)."""
+
+    logprob: Callable[[Any], Any]
+    potential: Callable[[Any], Any]
+    transitions: int
+    step_size: float
+    dims: int
+    seed: int
+
+
+def nuts_gradients(setup: NutsSetup) -> dict[str, float]:
     """Gradient evaluations per transition in one call of aejax's chain (``"aejax"``) and of NumPyro's (``"jax"``).
 
     aejax's are counted by an `EvaluationCounter` in front of the
@@ -469,6 +473,7 @@ def nuts_gradients(
     as the timed chain's first call), less the one of the starting point;
     NumPyro's are its transitions' ``num_steps``.
     """
+    logprob, potential, transitions, step_size, dims, seed = setup
     counter = EvaluationCounter()
     inputs, outputs, updates = nuts_chain(lambda q: logprob(counter(q)), transitions, step_size, dims, seed)
     with warnings.catch_warnings():
@@ -481,21 +486,13 @@ def nuts_gradients(
     return counts
 
 
-def nuts_workload(
-    name: str,
-    logprob: Callable[[Any], Any],
-    potential: Callable[[Any], Any],
-    transitions: int,
-    step_size: float,
-    dims: int,
-    seed: int,
-) -> Workload:
-    """``transitions`` aehmc NUTS transitions of ``logprob`` from zero per call, against NumPyro's on ``potential``."""
+def nuts_workload(name: str, setup: NutsSetup) -> Workload:
+    """``setup.transitions`` aehmc NUTS transitions from zero per call, against NumPyro's."""
+    logprob, potential, transitions, step_size, dims, seed = setup
     inputs, outputs, updates = nuts_chain(logprob, transitions, step_size, dims, seed)
     hand = numpyro_nuts(potential, transitions, step_size, dims, seed)
     start = (np.zeros(dims),)
-    chain = (logprob, potential, transitions, step_size, dims, seed)
-    gradients = partial(nuts_gradients, *chain)
+    gradients = partial(nuts_gradients, setup)
     return Workload(
         name, 1.5, inputs, outputs, updates, start, hand, start, gradients=gradients, transitions=transitions
     )
@@ -504,7 +501,7 @@ def nuts_workload(
 def nuts_gaussian(transitions: int, step_size: float = 0.25, seed: int = 7) -> Workload:
     """NUTS on the 2-D correlated Gaussian: ``transitions`` transitions per call."""
     potential = lambda q: -gaussian_logprob(q)  # noqa: E731
-    return nuts_workload("NUTS 2-D Gaussian", gaussian_logprob, potential, transitions, step_size, 2, seed)
+    return nuts_workload("NUTS 2-D Gaussian", NutsSetup(gaussian_logprob, potential, transitions, step_size, 2, seed))
 
 
 def logistic_data(points: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -543,7 +540,7 @@ def nuts_regression(
 ) -> Workload:
     """NUTS on the logistic regression of `logistic_data` whose log-density ``logprob_of(X, y)`` builds."""
     X, y = logistic_data()
-    return nuts_workload(name, logprob_of(X, y), logistic_potential(X, y), transitions, step_size, 3, seed)
+    return nuts_workload(name, NutsSetup(logprob_of(X, y), logistic_potential(X, y), transitions, step_size, 3, seed))
 
 
 def nuts_logistic(transitions: int, step_size: float = 0.15, seed: int = 3) -> Workload:
