@@ -142,9 +142,9 @@ class ResidentStorage(list):
     def host_copy(self) -> Any:
         """A host value of the current value that shares no memory with the storage's, leaving the storage as it is."""
         with _LOCK:
-            self._wait_for_update()
-            if self.holds_backend_value():
-                return self.decode(list.__getitem__(self, 0))
+            decoded = self._decoded_backend_value()
+            if decoded is not None:
+                return decoded
             value = self.held()
         return copy.deepcopy(value)
 
@@ -180,10 +180,28 @@ class ResidentStorage(list):
         if not self.holds_backend_value():
             return
         with _LOCK:
-            self._wait_for_update()
-            if self.holds_backend_value():
-                list.__setitem__(self, 0, self.decode(list.__getitem__(self, 0)))
+            decoded = self._decoded_backend_value()
+            if decoded is not None:
+                list.__setitem__(self, 0, decoded)
             self._backend_value = None
+
+    def _decoded_backend_value(self) -> Any:
+        """The host value of the backend value held (``None`` if it holds a host value), once no call reuses it.
+
+        A call in another thread may donate the buffer between the check that
+        it is not deleted and the copy (calls do not take the lock, to stay
+        cheap): then the copy fails, and the reader waits for that call's update.
+        """
+        while True:
+            self._wait_for_update()
+            if not self.holds_backend_value():
+                return None
+            value = list.__getitem__(self, 0)
+            try:
+                return self.decode(value)
+            except RuntimeError:
+                if not value.is_deleted():
+                    raise
 
 
 class ResidentContainer(Container):

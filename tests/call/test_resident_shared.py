@@ -360,3 +360,21 @@ def test_a_reader_waits_while_a_call_reuses_the_buffer_it_found():
     reader.join(5)
     assert not reader.is_alive()
     np.testing.assert_array_equal(seen[0], np.ones(3))
+
+
+@pytest.mark.parametrize("read", [ResidentStorage.host_copy, lambda storage: storage[0]], ids=["host_copy", "item"])
+def test_a_reader_whose_buffer_is_donated_while_it_reads_gets_the_update(read):
+    """The call may delete the array after the reader checked it: the copy fails, and the reader waits instead."""
+    storage = ResidentStorage(None, at.dvector().type)
+    old = jnp.arange(3.0)
+    storage.hold(old)
+    decode = storage.decode
+
+    def donated_during_the_copy(value):
+        if value is old:
+            old.delete()  # as a call in another thread would, at this moment
+            threading.Timer(0.1, storage.hold, args=(jnp.ones(3),)).start()
+        return decode(value)
+
+    storage.decode = donated_during_the_copy
+    np.testing.assert_array_equal(read(storage), np.ones(3))
