@@ -24,7 +24,11 @@ places: XLA compiles those functions differently in different programs, and
 JAX 0.7.1 draws ``gamma`` (so ``beta``, ``dirichlet``, ...) element by element
 (``lax.map``) for any implementation but its own object, vectorized for it.
 
-It is the codecs' default (``DEFAULT_KEY_IMPL`` in `aejax.adapters.jax`). Its
+It is the codecs' default (``DEFAULT_KEY_IMPL`` in `aejax.adapters.jax`),
+and the hash of every draw inside a loop's body; a draw that runs once per
+call hashes with JAX's rolled lowering instead (`with_jax_impl`, in
+`aejax.linker.dispatch.random`), which keeps a small program small enough for
+XLA:CPU to run it on the calling thread. Its
 codecs embed and hash numpy states as those of ``"threefry2x32"`` do
 (`bits_of`), so the same seeds give the same streams. ``jax.random.poisson``
 of JAX 0.7.1 takes only JAX's own implementation: `with_jax_impl` hands it
@@ -236,6 +240,18 @@ def with_jax_impl(key: Any) -> Any:
     if str(jax.random.key_impl(key)) != THREEFRY_UNROLLED:
         return key
     return jax.random.wrap_key_data(jax.random.key_data(key), impl=SAME_BITS_AS)
+
+
+def with_impl_of(key: Any, like: Any) -> Any:
+    """``key`` as a key of ``like``'s implementation, the same key data (``key`` itself if it is one already).
+
+    Undoes `with_jax_impl`: ``with_impl_of(jax.random.split(with_jax_impl(k)), k)``
+    are the keys ``jax.random.split(k)`` gives, bit for bit.
+    """
+    impl = jax.random.key_impl(like)
+    if jax.random.key_impl(key) == impl:
+        return key
+    return jax.random.wrap_key_data(jax.random.key_data(key), impl=impl)
 
 
 def bits_of(impl: str) -> str:

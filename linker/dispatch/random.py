@@ -22,11 +22,12 @@ import numpy as np
 from aesara.link.jax.dispatch.random import jax_sample_fn
 from aesara.tensor.random.op import RandomVariable
 
-from aejax.adapters.threefry import with_jax_impl
+from aejax.adapters.threefry import with_impl_of, with_jax_impl
 from aejax.linker.dispatch.basic import from_aesara_convention, jax_funcify, overriding_class
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
 from aejax.linker.dispatch.special import as_float
 from aejax.linker.lengths.concrete import static_ints
+from aejax.linker.trace.loop_bodies import in_loop_body
 
 Sampler = Callable[..., Any]
 """``sampler(key, batch_shape, dtype, *params) -> sample``."""
@@ -354,9 +355,30 @@ def _random_variable(op: RandomVariable, node: Any = None, **kwargs: Any) -> Cal
     dtype = np.dtype(node.outputs[1].type.dtype)
 
     def random_variable(key: Any, size: Any, _dtype: Any, *params: Any) -> tuple[Any, Any]:
-        return draw(key, batch_shape(op, size, params), dtype, *params)
+        return hashed_where_traced(draw)(key, batch_shape(op, size, params), dtype, *params)
 
     return random_variable
+
+
+def hashed_where_traced(draw: Draw) -> Draw:
+    """``draw``, hashing with JAX's rolled Threefry unless it is traced in a loop's body (the same bits either way).
+
+    Unrolled, a hash is a few hundred operations, each of which XLA's cost
+    model counts: a program of a few draws and no long loop (an HMC
+    transition) would pass the size below which XLA:CPU runs a program on the
+    calling thread, and every call would pay a hand-over to its thread pool
+    (60 µs on a 2-core machine, against 20 µs for the whole call). Rolled, the
+    hash is a loop of 5 steps whose body the model counts once; in a loop's
+    body the unrolled one is faster per step (`aejax.adapters.threefry`).
+    """
+    if in_loop_body():
+        return draw
+
+    def once_per_call(key: Any, *args: Any) -> tuple[Any, Any]:
+        new_key, sample = draw(with_jax_impl(key), *args)
+        return with_impl_of(new_key, key), sample
+
+    return once_per_call
 
 
 @from_aesara_convention.register(RandomVariable)

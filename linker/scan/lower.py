@@ -99,6 +99,7 @@ from aejax.linker.scan.carry import (
 )
 from aejax.linker.scan.noise import ScanNoise
 from aejax.linker.scan.row_bounds import bounds_request
+from aejax.linker.trace.loop_bodies import tracing_loop_body
 from aejax.linker.trace.lowering import LoweredGraph
 
 
@@ -491,9 +492,10 @@ class LoweredScan:
         """
         sot_rows = [sw.rows(w) for sw, w in zip(self.windows, carry.windows)]
         states = self.noise.step_states(carry.shared, noise_rows)
-        (mm_outs, sot_outs, nit_outs, shared_outs, until), failed = loop_step(
-            carry.failed, self.run_inner, seq_rows, mm_rows, sot_rows, states, plan.outer.non_seqs
-        )
+        with tracing_loop_body():
+            (mm_outs, sot_outs, nit_outs, shared_outs, until), failed = loop_step(
+                carry.failed, self.run_inner, seq_rows, mm_rows, sot_rows, states, plan.outer.non_seqs
+            )
         self.check_carry(plan.outer, sot_outs, shared_outs)
         new = carry._replace(
             windows=tuple(sw.shifted(w, y) for sw, w, y in zip(self.windows, carry.windows, sot_outs)),

@@ -2,6 +2,7 @@
 
 - `lowering`: the lowering loop (nodes in order, concrete values folded with
   numpy, values of run-time length handed to the lowerings that take them).
+- `loop_bodies`: whether the code being traced runs once per step of a loop.
 - `host_failures`: exceptions raised on the host inside a program, handed
   back to the caller as they were.
 

@@ -7,12 +7,16 @@ Kolmogorov-Smirnov test), reproducibility from a seed and advancing state.
 
 import aesara
 import aesara.tensor as at
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from aesara.tensor.random.utils import RandomStream
 from scipy import stats
 
 import aejax.linker
+from aejax.adapters.threefry import SAME_BITS_AS, THREEFRY_UNROLLED, key_impl
+from aejax.linker.dispatch.random import hashed_where_traced
 
 N = 4000
 LEGACY = np.random.RandomState
@@ -215,3 +219,51 @@ def test_multivariate_normal_batched_regular_covariances():
     for b in range(2):
         np.testing.assert_allclose(out[:, b].mean(axis=0), mean[b], atol=0.05)
         np.testing.assert_allclose(np.cov(out[:, b].T), cov[b], atol=0.08)
+
+
+def _keys_drawn_from(jaxpr, in_loop=False):
+    """``(key dtype, whether in a loop's body)`` of every split and draw of ``jaxpr``, nested ones too."""
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in ("random_bits", "random_split"):
+            found.append((eqn.invars[0].aval.dtype, in_loop))
+        for param in eqn.params.values():
+            inner = getattr(param, "jaxpr", param)
+            if hasattr(inner, "eqns"):
+                found += _keys_drawn_from(inner, in_loop or eqn.primitive.name in ("scan", "while"))
+    return found
+
+
+def test_draws_hash_with_the_rolled_threefry_outside_loops_and_the_unrolled_one_in_a_scan_step():
+    """Once per call, JAX's rolled hash keeps a small program small for XLA:CPU; per step, the unrolled one is faster."""
+    inner, outer = RandomStream(seed=1), RandomStream(seed=2)
+    h0 = at.dscalar("h0")
+    hs, updates = aesara.scan(lambda h: h + inner.bernoulli(at.sigmoid(h)), outputs_info=[h0], n_steps=4)
+    graph = aejax.linker.jaxify([h0], [hs, outer.uniform(0, 1, size=(3,))], [*updates.items(), *outer.updates()])
+    rolled, unrolled = (jax.random.key(0, impl=impl).dtype for impl in (SAME_BITS_AS, key_impl(THREEFRY_UNROLLED)))
+    assert set(_keys_drawn_from(jax.make_jaxpr(graph.fn)(graph.state, 0.5).jaxpr)) == {
+        (rolled, False),
+        (unrolled, True),
+    }
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda key: jax.random.uniform(key, (7,), jnp.float64),
+        lambda key: jax.random.randint(key, (5,), 0, 2**30),
+        lambda key: jax.random.bits(key, (3, 2), jnp.uint64),
+    ],
+    ids=["uniform", "integers", "bits"],
+)
+def test_a_draw_outside_loops_gives_the_bits_and_key_of_the_unrolled_implementation(draw):
+    def split_and_draw(key):
+        new_key, sample_key = jax.random.split(key)
+        return new_key, draw(sample_key)
+
+    key = jax.random.key(20261202, impl=key_impl(THREEFRY_UNROLLED))
+    new_key, sample = jax.jit(split_and_draw)(key)
+    once_key, once_sample = jax.jit(hashed_where_traced(split_and_draw))(key)
+    assert jax.random.key_impl(once_key) == jax.random.key_impl(key)
+    np.testing.assert_array_equal(jax.random.key_data(once_key), jax.random.key_data(new_key))
+    np.testing.assert_array_equal(once_sample, sample)
