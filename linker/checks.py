@@ -24,9 +24,11 @@ check or a host call (`host_call_staged`).
 from __future__ import annotations
 
 import contextvars
+import copy
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import jax
@@ -37,6 +39,7 @@ _WARN, _DISCOVER, _CHECKED, _SHAPES_ONLY = "warn", "discover", "checked", "shape
 _DISCOVER_DONATING = "discover, inputs donated"
 _CONTEXT = contextvars.ContextVar("aejax_checks", default=_WARN)
 _CODES: contextvars.ContextVar[list[Any]] = contextvars.ContextVar("aejax_check_codes")
+_HOST_CALLS: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("aejax_host_calls", default=None)
 PASSED = -1
 """The failure code of a run in which every check held."""
 
@@ -60,6 +63,11 @@ class _CheckTable:
     def exception(self, number: int) -> BaseException:
         exc_type, message = self._checks[number]
         return exc_type(message)
+
+    def entries(self) -> list[tuple[type, str]]:
+        """Every check known so far, at the index of its number."""
+        with self._lock:
+            return list(self._checks)
 
 
 CHECKS = _CheckTable()
@@ -172,6 +180,19 @@ def host_call_staged() -> None:
     """
     if _CONTEXT.get() == _DISCOVER_DONATING:
         raise NeedsChecks("a host call in a program whose inputs are donated")
+    staged = _HOST_CALLS.get()
+    if staged is not None:
+        staged.append(True)
+
+
+@contextmanager
+def recording_host_calls() -> Iterator[list[bool]]:
+    """A list that gets an entry for each host call staged in the block (a program holding one cannot be saved)."""
+    token = _HOST_CALLS.set([])
+    try:
+        yield _HOST_CALLS.get()
+    finally:
+        _HOST_CALLS.reset(token)
 
 
 class CheckedProgram:
@@ -181,11 +202,23 @@ class CheckedProgram:
         def with_code(*args: Any) -> tuple[Any, Any]:
             return _traced_in(_CHECKED, lambda *values: with_failure_code(traced_fn, *values), args)
 
-        self._with_code = jax.jit(with_code)
+        self.jitted = jax.jit(with_code)
+        """The program that returns the outputs and the failure code."""
+        self._with_code: Callable[..., Any] = self.jitted
+        self._checks: list[tuple[type, str]] | None = None  # None: the codes are numbers of this process's CHECKS
+
+    def running(self, with_code: Callable[..., Any], checks: list[tuple[type, str]]) -> CheckedProgram:
+        """This program computed by ``with_code`` (the same computation, saved by a process whose checks are ``checks``)."""
+        twin = copy.copy(self)
+        twin._with_code, twin._checks = with_code, checks
+        return twin
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         outputs, code = self._with_code(*args)
         code = int(np.asarray(code))  # bool() of a JAX array is several times slower
         if code != PASSED:
-            raise CHECKS.exception(code)
+            if self._checks is None:
+                raise CHECKS.exception(code)
+            exc_type, message = self._checks[code]
+            raise exc_type(message)
         return outputs

@@ -40,6 +40,7 @@ from aesara.compile.function.types import Function, FunctionMaker
 from aejax.adapters.resident import taking_storage
 from aejax.linker.call.device_call import DeviceDirectCall, JaxArgumentError
 from aejax.linker.call.direct_call import NOT_EXACT, DirectCall, Returning
+from aejax.linker.program.collection import collection_paused
 
 
 class AejaxFunction(Function):
@@ -127,7 +128,8 @@ class AejaxFunctionMaker(FunctionMaker):
     compiles the Op's C code (about 40 s for an RNN gradient on an empty
     Aesara cache), while a JAX function needs none of it; the Op's Python
     code folds the same constants. It does so with numpy's floating-point
-    warnings off, as C code folds them (``log1p(-1.0)`` is ``-inf``, silently).
+    warnings off, as C code folds them (``log1p(-1.0)`` is ``-inf``, silently),
+    and with Python's garbage collection paused (`collection_paused`).
 
     Its functions take the storage of resident shared variables
     (`aejax.adapters.resident`) without synchronising it: they read the
@@ -136,11 +138,11 @@ class AejaxFunctionMaker(FunctionMaker):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("function_builder", AejaxFunction)
-        with config.change_flags(cxx=""), np.errstate(all="ignore"):
+        with config.change_flags(cxx=""), np.errstate(all="ignore"), collection_paused():
             super().__init__(*args, **kwargs)
 
     def create(self, *args: Any, **kwargs: Any) -> Any:
-        with taking_storage():
+        with taking_storage(), collection_paused():
             return super().create(*args, **kwargs)
 
 

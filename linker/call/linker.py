@@ -33,8 +33,10 @@ from aejax.adapters import CodecError, KeyCodec, KeyPayloadSpec, StateCodec, cod
 from aejax.adapters.jax import as_key_codec
 from aejax.adapters.resident import ResidentStorage
 from aejax.adapters.threefry import key_impl
+from aejax.linker.call.identity import graph_identity
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, rebuildable, variable_name
+from aejax.linker.program.saved_programs import ProgramStore
 from aejax.linker.program.segments import GraphProgram
 from aejax.linker.trace.host_failures import raised_on_host
 from aejax.linker.trace.lowering import lower_nodes
@@ -329,13 +331,20 @@ class JAXCodecLinker(JITLinker):
 
     def fgraph_convert(self, fgraph: Any, storage_map: Any = None, **kwargs: Any) -> GraphProgram:
         mapping = getattr(fgraph, "update_mapping", None) or {}
+        entries = self.create_thunk_inputs(storage_map)
+        exits = self.create_thunk_outputs(fgraph, storage_map)
+        donated = frozenset(mapping[out] for out in resident_updates(fgraph, storage_map))
+        identity = graph_identity(fgraph, [*entries, *exits], donated)
+        store = ProgramStore.opened(identity)
+        saved_before = store is not None and store.discovered() is not None
         return GraphProgram(
             fgraph.inputs,
             fgraph.outputs,
-            lower_nodes(fgraph, jax_funcify),
-            self.create_thunk_inputs(storage_map),
-            self.create_thunk_outputs(fgraph, storage_map),
-            donated=frozenset(mapping[out] for out in resident_updates(fgraph, storage_map)),
+            lower_nodes(fgraph, jax_funcify, deferred=saved_before),  # lowered when traced, if ever
+            entries,
+            exits,
+            donated=donated,
+            identity=identity,
         )
 
     def jit_compile(self, program: GraphProgram) -> GraphProgram:

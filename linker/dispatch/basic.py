@@ -110,6 +110,17 @@ class LoweringDispatcher:
             return self._ours.registry[base]
         return _registered_with_aesara(aesara_jax_funcify.registry[base])
 
+    def lowering_module(self, cls: type) -> str:
+        """The module whose code lowers Ops of class ``cls``: ours, Aesara's, or where someone registered one."""
+        base = overriding_class(cls, self._ours.registry, aesara_jax_funcify.registry)
+        if base is None:
+            lowering = aesara_jax_funcify.dispatch(cls)
+        elif base in self._ours.registry:
+            lowering = self._ours.registry[base]
+        else:
+            lowering = aesara_jax_funcify.registry[base]
+        return getattr(lowering, "__module__", None) or ""
+
     def __call__(self, op: Any, node: Any = None, **kwargs: Any) -> Lowering:
         return self.dispatch(type(op))(op, node=node, **kwargs)
 

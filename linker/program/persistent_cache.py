@@ -9,7 +9,9 @@ is when the user chose a cache directory for JAX, or set
 ``AEJAX_PERSISTENT_CACHE=0`` in the environment. JAX caches only programs
 that took at least ``jax_persistent_cache_min_compile_time_secs`` (1 s by
 default) to compile. The setting is JAX's and process-wide: other JAX
-programs of the process are cached there too.
+programs of the process are cached there too. Whole programs, which spare a
+new process the tracing as well, are kept beside it
+(`aejax.linker.program.saved_programs`).
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ run-time checks) is safe when several threads make first calls at once.
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import jax
@@ -28,11 +29,13 @@ from aesara.graph.basic import Variable, ancestors
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
-from aejax.linker.checks import CheckedProgram, NeedsChecks, discovering
+from aejax.linker.checks import CHECKS, CheckedProgram, NeedsChecks, discovering, recording_host_calls
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
 from aejax.linker.lengths.bounds import with_static_inputs
 from aejax.linker.program.cache import ProgramCache
+from aejax.linker.program.collection import collection_paused
 from aejax.linker.program.persistent_cache import use_persistent_cache
+from aejax.linker.program.saved_programs import Discovered, ProgramStore, SavedAs
 
 
 class ShapeInputWarning(UserWarning):
@@ -92,14 +95,6 @@ class RecompileWarning(UserWarning):
     """A compiled function keeps compiling new programs, more than its cache keeps."""
 
 
-@dataclass(frozen=True)
-class _Discovered:
-    """What tracing has found out about a graph so far; replaced, never changed."""
-
-    static_positions: tuple[int, ...] = ()
-    checked: bool = False
-
-
 def _shape_key(value: Any) -> Any:
     shape = getattr(value, "shape", None)
     if shape is not None:
@@ -157,12 +152,16 @@ class StaticInputProgram:
         inputs: Sequence[Variable],
         traced_fn: Callable[..., tuple[Any, ...]],
         donated: frozenset[int] = frozenset(),
+        saved_as: SavedAs | None = None,
     ) -> None:
         self.inputs = list(inputs)
         self.traced_fn = traced_fn
         self.donated = donated
+        self.saved_as = saved_as
+        self._store: ProgramStore | None = None
+        self._store_opened = False
         self.programs = ProgramCache(lambda: self.cache_size)
-        self._discovered = _Discovered()
+        self._discovered = Discovered()
         self._lock = threading.Lock()
         self._warned = False
         self._shape_nodes: dict[int, str] = {}  # static input position -> the node whose shape it decides
@@ -184,12 +183,17 @@ class StaticInputProgram:
         return self._call(args)
 
     def _call(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        store = self._opened_store()
         while True:
             discovered = self._discovered
             try:
                 key, program, compiled = self._program_for(discovered, args)
                 dynamic = self._dynamic(discovered, args)
-                outputs = _first_call(program, dynamic) if compiled and self.donated else program(*dynamic)
+                if not compiled:
+                    outputs = program(*dynamic)
+                else:
+                    with collection_paused():
+                        outputs = self._first_call(store, discovered, key, program, dynamic)
             except LoweringError as error:
                 if not self._make_static(discovered, error):
                     raise
@@ -200,28 +204,69 @@ class StaticInputProgram:
                     self.shortcut = Shortcut(key, program)  # only once it ran: then it is traced
                 return outputs
 
-    def _program_for(self, discovered: _Discovered, args: tuple[Any, ...]) -> tuple[Any, Callable[..., Any], bool]:
-        """The key and program for ``args``, and whether the program was made for them (its first call compiles it)."""
+    def _program_for(self, discovered: Discovered, args: tuple[Any, ...]) -> tuple[Any, Callable[..., Any], bool]:
+        """The key and program for ``args``, and whether the program was made for them (its first call compiles it).
+
+        A program made for them is one saved by an earlier process, if the
+        store has it (`aejax.linker.program.saved_programs`).
+        """
         statics = discovered.static_positions
         key = tuple(_static_key(a) if i in statics else _shape_key(a) for i, a in enumerate(args))
         program = self.programs.get(key)
         if program is not None:
             return key, program, False
         self._announce_new_values(statics, key)
-        program = self.programs.add(key, self._compile(discovered, key))
+        traced = self._compile(discovered, key)
+        loaded = None
+        if self._store is not None:
+            loaded = self._store.load(self._store.entry(discovered, key, self._dynamic(discovered, args)), traced)
+        program = self.programs.add(key, traced if loaded is None else loaded)
         if self.programs.evicted and not self._warned:
             self._warned = True
             self._warn_recompiling()
-        return key, program, True
+        return key, program, loaded is None
+
+    def _opened_store(self) -> ProgramStore | None:
+        """The store of this graph's programs, opened on the first call, which starts from what it knows."""
+        if self._store_opened or self.saved_as is None:
+            return self._store
+        with self._lock:
+            if not self._store_opened:
+                self._store = ProgramStore.opened(self.saved_as.identity)
+                found = None if self._store is None else self._store.discovered()
+                if found is not None and self._discovered == Discovered():
+                    discovered, shape_nodes = found
+                    self._shape_nodes.update(shape_nodes)
+                    self._replace(discovered)
+                self._store_opened = True
+        return self._store
+
+    def _first_call(
+        self, store: ProgramStore | None, discovered: Discovered, key: Any, program: Callable[..., Any], dynamic: Any
+    ) -> Any:
+        """The first call of a new ``program`` (it traces and compiles), which the store keeps if it took long enough.
+
+        A program that staged a host call, or whose outputs may be of run-time
+        length, is never saved: a second process could not replay it.
+        """
+        if store is None:
+            return _first_call(program, dynamic) if self.donated else program(*dynamic)
+        started = time.perf_counter()
+        with recording_host_calls() as host_calls:
+            outputs = _first_call(program, dynamic) if self.donated else program(*dynamic)
+        if store.worth_saving(time.perf_counter() - started) and not host_calls and self.saved_as.storable():
+            entry = store.entry(discovered, key, dynamic)
+            store.save(entry, program, dynamic, discovered, CHECKS.entries(), dict(self._shape_nodes))
+        return outputs
 
     @staticmethod
-    def _dynamic(discovered: _Discovered, args: tuple[Any, ...]) -> list[Any] | tuple[Any, ...]:
+    def _dynamic(discovered: Discovered, args: tuple[Any, ...]) -> list[Any] | tuple[Any, ...]:
         statics = discovered.static_positions
         if not statics:
             return args
         return [a for i, a in enumerate(args) if i not in statics]
 
-    def _compile(self, discovered: _Discovered, key: tuple[Any, ...]) -> Callable[..., Any]:
+    def _compile(self, discovered: Discovered, key: tuple[Any, ...]) -> Callable[..., Any]:
         inputs = self.inputs
         statics = {pos: np.asarray(key[pos], dtype=inputs[pos].type.dtype) for pos in discovered.static_positions}
         n_inputs = len(inputs)
@@ -246,7 +291,7 @@ class StaticInputProgram:
         dynamic = [i for i in range(len(self.inputs)) if i not in statics]
         return tuple(n for n, i in enumerate(dynamic) if i in self.donated)
 
-    def _make_static(self, discovered: _Discovered, error: LoweringError) -> bool:
+    def _make_static(self, discovered: Discovered, error: LoweringError) -> bool:
         if error.node is None or not error.needs_static:
             return False
         with self._lock:
@@ -281,12 +326,12 @@ class StaticInputProgram:
                     stacklevel=caller_stacklevel(),
                 )
 
-    def _rediscover(self, discovered: _Discovered, found: _Discovered) -> None:
+    def _rediscover(self, discovered: Discovered, found: Discovered) -> None:
         with self._lock:
             if self._discovered is discovered:
                 self._replace(found)
 
-    def _replace(self, discovered: _Discovered) -> None:
+    def _replace(self, discovered: Discovered) -> None:
         self._discovered = discovered
         self.shortcut = None
         self.programs.clear()

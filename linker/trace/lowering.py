@@ -214,9 +214,36 @@ Step = tuple[Apply, Callable[..., Any]]
 """A node and its JAX lowering."""
 
 
-def lower_nodes(fgraph: FunctionGraph, funcify: Callable[..., Callable[..., Any]], **kwargs: Any) -> list[Step]:
-    """Each node of ``fgraph`` in topological order with its lowering."""
+def lower_nodes(
+    fgraph: FunctionGraph, funcify: Callable[..., Callable[..., Any]], deferred: bool = False, **kwargs: Any
+) -> list[Step]:
+    """Each node of ``fgraph`` in topological order with its lowering.
+
+    With ``deferred``, each lowering is a `DeferredLowering`, made when a
+    trace first needs it: for a graph whose program an earlier process saved
+    (`aejax.linker.program.saved_programs`), which may never be traced, and
+    which that process lowered without error.
+    """
+    if deferred:
+        return [(node, DeferredLowering(node, funcify, kwargs)) for node in fgraph.toposort()]
     return [(node, _lowering(node, funcify, **kwargs)) for node in fgraph.toposort()]
+
+
+class DeferredLowering:
+    """The lowering of ``node``, made on the first call of `lowering` (see `lower_nodes`)."""
+
+    __slots__ = ("node", "_funcify", "_kwargs", "_made")
+
+    def __init__(self, node: Apply, funcify: Callable[..., Callable[..., Any]], kwargs: dict[str, Any]) -> None:
+        self.node = node
+        self._funcify = funcify
+        self._kwargs = kwargs
+        self._made: Callable[..., Any] | None = None
+
+    def lowering(self) -> Callable[..., Any]:
+        if self._made is None:
+            self._made = _lowering(self.node, self._funcify, **self._kwargs)
+        return self._made
 
 
 def _lowering(node: Apply, funcify: Callable[..., Callable[..., Any]], **kwargs: Any) -> Callable[..., Any]:
@@ -265,6 +292,8 @@ class LoweredGraph:
         env: dict[Variable, Any] = dict(zip(self.inputs, inputs))
         with tracing(env):
             for node, fn in self.steps:
+                if type(fn) is DeferredLowering:
+                    fn = fn.lowering()
                 args = _ranges_bounded(node, fn, [lookup(env, var) for var in node.inputs])
                 try:
                     outputs = run_node(node, _taking_run_time_lengths(node, fn, args), args)

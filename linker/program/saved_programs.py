@@ -1,0 +1,228 @@
+"""Compiled programs kept across processes, so that a new process skips tracing and lowering.
+
+JAX's persistent compilation cache (`aejax.linker.program.persistent_cache`)
+saves XLA's work, but it is asked only after the graph was traced (every
+node lowered, nested Scans included) and the trace lowered to StableHLO: for
+aehmc's NUTS that is most of what a second process still pays. A
+`ProgramStore` keeps the compiled executable itself
+(``jax.experimental.serialize_executable``), in ``<compiledir>/aejax-programs``
+beside JAX's cache, and finds it again by a key made of
+
+- what the program computes: the digest of its graph
+  (`aejax.linker.graph.fingerprint`) and of its boundary (the caller's
+  ``identity``: codecs, values left on the device, donated inputs);
+- how it is called: what tracing found out (`Discovered`: static inputs,
+  checks), the shapes and static values of the call, the dtypes and
+  placement of its arguments;
+- everything else the program depends on: the versions of Python, numpy,
+  Aesara, JAX and jaxlib, a digest of aejax's own source files, JAX's and
+  Aesara's configuration, the ``AEJAX_*`` environment and the devices.
+
+The caller keeps a graph out of the store when that key cannot cover it (an
+Op lowered by code from elsewhere, a value the fingerprint cannot capture);
+a program is saved only if its trace staged no host call (a Python callback
+cannot be saved), and only if tracing and compiling it took at least JAX's
+``jax_persistent_cache_min_compile_time_secs``. ``AEJAX_PERSISTENT_CACHE=0``
+turns the store off with JAX's cache. Warnings given while tracing are not
+given again when a program is loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import aesara
+import jax
+import jaxlib
+import numpy as np
+from jax.experimental.serialize_executable import deserialize_and_load, serialize
+
+import aejax.adapters
+from aejax.linker.program.persistent_cache import SWITCH, cache_directory
+
+FORMAT = 1
+"""The version of the saved entries' layout; entries of another version are never read."""
+
+SUBDIRECTORY = "aejax-programs"
+
+
+@dataclass(frozen=True)
+class Discovered:
+    """What tracing has found out about a graph so far; replaced, never changed."""
+
+    static_positions: tuple[int, ...] = ()
+    checked: bool = False
+
+
+class SavedAs(NamedTuple):
+    """How a program's owner lets its programs be saved."""
+
+    identity: str
+    """The digest of the program's graph and boundary (`aejax.linker.call.identity`)."""
+    storable: Callable[[], bool]
+    """Whether the program just traced can be replayed from a save (its outputs have static lengths)."""
+
+
+class LoadedProgram:
+    """An executable loaded from the store, called in place of the jitted program it was compiled from.
+
+    Arguments it was not compiled for (another device or sharding) go to
+    ``traced``, the jitted program, which traces and compiles for them.
+    """
+
+    __slots__ = ("_compiled", "_traced")
+
+    def __init__(self, compiled: Callable[..., Any], traced: Callable[..., Any]) -> None:
+        self._compiled = compiled
+        self._traced = traced
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            return self._compiled(*args)
+        except (TypeError, ValueError):  # JAX checks the arguments' types and placement before it runs anything
+            return self._traced(*args)
+
+
+class ProgramStore:
+    """The saved programs of one graph (its ``identity``); see the module docstring."""
+
+    def __init__(self, identity: str, directory: Path) -> None:
+        self.directory = directory
+        self._identity = hashlib.sha256(f"{FORMAT}\n{environment()}\n{identity}".encode()).hexdigest()
+
+    @classmethod
+    def opened(cls, identity: str | None) -> ProgramStore | None:
+        """The store of the graph ``identity`` names; ``None`` without one or when the store is turned off."""
+        if identity is None or os.environ.get(SWITCH, "1") == "0":
+            return None
+        return cls(identity, cache_directory().parent / SUBDIRECTORY)
+
+    def discovered(self) -> tuple[Discovered, dict[int, str]] | None:
+        """What tracing found out about this graph in the process that saved a program of it.
+
+        With it, the node whose shape each static input decides (for the
+        warning when one takes a new value).
+        """
+        found = self._read(self._path("discovered"))
+        if found is None:
+            return None
+        static_positions, checked, shape_nodes = found
+        return Discovered(static_positions, checked), shape_nodes
+
+    @staticmethod
+    def worth_saving(seconds: float) -> bool:
+        """Whether a program that took ``seconds`` to trace and compile is saved (JAX's threshold for its own cache)."""
+        return seconds >= min_compile_seconds()
+
+    def entry(self, discovered: Discovered, key: Any, args: Sequence[Any]) -> str:
+        """The name of the program for a call with ``args`` (the dynamic ones) under ``key``."""
+        kinds = [(type(a).__name__, str(getattr(a, "dtype", "")), _placement(a)) for a in args]
+        return _digest(self._identity, discovered, key, kinds)
+
+    def load(self, entry: str, traced: Any) -> Any | None:
+        """The saved program ``entry``, standing in for ``traced`` (a jitted or checked program), or ``None``."""
+        saved = self._read(self._path(entry))
+        if saved is None:
+            return None
+        try:
+            compiled = deserialize_and_load(saved["payload"], saved["in_tree"], saved["out_tree"])
+        except Exception:  # noqa: BLE001 - an entry this jaxlib cannot load is a miss
+            return None
+        if saved["checks"] is None:
+            return LoadedProgram(compiled, traced)
+        return traced.running(LoadedProgram(compiled, traced.jitted), saved["checks"])
+
+    def save(
+        self,
+        entry: str,
+        traced: Any,
+        args: Sequence[Any],
+        discovered: Discovered,
+        checks: list[tuple[type, str]],
+        shape_nodes: dict[int, str],
+    ) -> None:
+        """Save the program ``traced`` has just compiled for ``args``, and what tracing found out.
+
+        ``checks`` numbers the checks a checked program's failure code names
+        (`aejax.linker.checks.CHECKS`): another process numbers them anew.
+        """
+        jitted = traced.jitted if discovered.checked else traced
+        try:
+            payload, in_tree, out_tree = serialize(jitted.lower(*args).compile())  # traced and compiled already
+            saved = {"payload": payload, "in_tree": in_tree, "out_tree": out_tree, "checks": None}
+            if discovered.checked:
+                saved["checks"] = checks
+            self._write(self._path(entry), saved)
+            self._write(self._path("discovered"), (discovered.static_positions, discovered.checked, shape_nodes))
+        except Exception:  # noqa: BLE001 - a program that cannot be saved is only compiled again next time
+            return
+
+    def _path(self, name: str) -> Path:
+        return self.directory / f"{self._identity[:32]}-{name[:32]}.pickle"
+
+    @staticmethod
+    def _read(path: Path) -> Any | None:
+        try:
+            with open(path, "rb") as file:
+                return pickle.load(file)
+        except Exception:  # noqa: BLE001 - missing, or written by another version
+            return None
+
+    def _write(self, path: Path, value: Any) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+        try:
+            with os.fdopen(descriptor, "wb") as file:
+                pickle.dump(value, file)
+            os.replace(temporary, path)  # readers see the old file or the whole new one
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+
+def min_compile_seconds() -> float:
+    """JAX's ``jax_persistent_cache_min_compile_time_secs``."""
+    return float(jax.config.jax_persistent_cache_min_compile_time_secs)
+
+
+def _placement(value: Any) -> str:
+    sharding = getattr(value, "sharding", None)
+    return "host" if sharding is None else repr(sharding)
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+@cache
+def environment() -> str:
+    """The digest of everything outside the graph that a program depends on (once per process)."""
+    versions = (sys.version, np.__version__, aesara.__version__, jax.__version__, jaxlib.__version__)
+    devices = [(d.platform, d.device_kind, d.id, d.process_index) for d in jax.devices()]
+    settings = sorted((name, repr(value)) for name, value in jax.config.values.items())
+    aejax_env = sorted((k, v) for k, v in os.environ.items() if k.startswith("AEJAX_"))
+    return _digest(versions, devices, settings, _aesara_settings(), aejax_env, _source_digest())
+
+
+def _aesara_settings() -> list[str]:
+    """The value of every Aesara setting, in order (the ``Value:`` lines of ``str(aesara.config)``)."""
+    return [line.strip() for line in str(aesara.config).splitlines() if line.strip().startswith("Value:")]
+
+
+def _source_digest() -> str:
+    """A digest of aejax's source files: a change to aejax's code is a change of every key."""
+    digest = hashlib.sha256()
+    for root in (Path(aejax.adapters.__file__).parent, Path(__file__).parents[1]):
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
