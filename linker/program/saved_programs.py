@@ -15,8 +15,9 @@ beside JAX's cache, and finds it again by a key made of
   checks), the shapes and static values of the call, the dtypes and
   placement of its arguments;
 - everything else the program depends on: the versions of Python, numpy,
-  Aesara, JAX and jaxlib, a digest of aejax's own source files, JAX's and
-  Aesara's configuration, the ``AEJAX_*`` environment and the devices.
+  Aesara, JAX and jaxlib, a digest of aejax's own source files and the
+  devices (`installation`, once per process), and JAX's and Aesara's
+  settings and the ``AEJAX_*`` environment (`settings`, for each program).
 
 The caller keeps a graph out of the store when that key cannot cover it (an
 Op lowered by code from elsewhere, a value the fingerprint cannot capture);
@@ -47,7 +48,7 @@ import numpy as np
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
 import aejax.adapters
-from aejax.linker.program.persistent_cache import SWITCH, cache_directory
+from aejax.linker.program.persistent_cache import SWITCH, cache_directory, use_persistent_cache
 
 FORMAT = 1
 """The version of the saved entries' layout; entries of another version are never read."""
@@ -97,13 +98,14 @@ class ProgramStore:
 
     def __init__(self, identity: str, directory: Path) -> None:
         self.directory = directory
-        self._identity = hashlib.sha256(f"{FORMAT}\n{environment()}\n{identity}".encode()).hexdigest()
+        self._identity = hashlib.sha256(f"{FORMAT}\n{installation()}\n{identity}".encode()).hexdigest()
 
     @classmethod
     def opened(cls, identity: str | None) -> ProgramStore | None:
         """The store of the graph ``identity`` names; ``None`` without one or when the store is turned off."""
         if identity is None or os.environ.get(SWITCH, "1") == "0":
             return None
+        use_persistent_cache()  # first: it changes a JAX setting the key holds
         return cls(identity, cache_directory().parent / SUBDIRECTORY)
 
     def discovered(self) -> tuple[Discovered, dict[int, str]] | None:
@@ -112,7 +114,7 @@ class ProgramStore:
         With it, the node whose shape each static input decides (for the
         warning when one takes a new value).
         """
-        found = self._read(self._path("discovered"))
+        found = self._read(self._hint_path())
         if found is None:
             return None
         static_positions, checked, shape_nodes = found
@@ -126,7 +128,7 @@ class ProgramStore:
     def entry(self, discovered: Discovered, key: Any, args: Sequence[Any]) -> str:
         """The name of the program for a call with ``args`` (the dynamic ones) under ``key``."""
         kinds = [(type(a).__name__, str(getattr(a, "dtype", "")), _placement(a)) for a in args]
-        return _digest(self._identity, discovered, key, kinds)
+        return _digest(self._identity, settings(), discovered, key, kinds)
 
     def load(self, entry: str, traced: Any) -> Any | None:
         """The saved program ``entry``, standing in for ``traced`` (a jitted or checked program), or ``None``."""
@@ -162,12 +164,16 @@ class ProgramStore:
             if discovered.checked:
                 saved["checks"] = checks
             self._write(self._path(entry), saved)
-            self._write(self._path("discovered"), (discovered.static_positions, discovered.checked, shape_nodes))
+            hint = (discovered.static_positions, discovered.checked, shape_nodes)
+            self._write(self._hint_path(), hint)
         except Exception:  # noqa: BLE001 - a program that cannot be saved is only compiled again next time
             return
 
+    def _hint_path(self) -> Path:
+        return self._path(f"discovered-{_digest(settings())[:32]}")
+
     def _path(self, name: str) -> Path:
-        return self.directory / f"{self._identity[:32]}-{name[:32]}.pickle"
+        return self.directory / f"{self._identity[:32]}-{name[:43]}.pickle"
 
     @staticmethod
     def _read(path: Path) -> Any | None:
@@ -204,18 +210,37 @@ def _digest(*parts: Any) -> str:
 
 
 @cache
-def environment() -> str:
-    """The digest of everything outside the graph that a program depends on (once per process)."""
+def installation() -> str:
+    """The digest of what cannot change while a process runs: versions, aejax's source files, the devices."""
     versions = (sys.version, np.__version__, aesara.__version__, jax.__version__, jaxlib.__version__)
     devices = [(d.platform, d.device_kind, d.id, d.process_index) for d in jax.devices()]
-    settings = sorted((name, repr(value)) for name, value in jax.config.values.items())
+    return _digest(versions, devices, _source_digest())
+
+
+def settings() -> str:
+    """The digest of what may change while a process runs: JAX's and Aesara's settings, the ``AEJAX_*`` variables.
+
+    Worked out for each new program (about a millisecond), so a setting
+    changed between two compiles (``jax_enable_x64``, say) keys the second.
+    """
+    jax_settings = sorted((name, repr(value)) for name, value in jax.config.values.items())
     aejax_env = sorted((k, v) for k, v in os.environ.items() if k.startswith("AEJAX_"))
-    return _digest(versions, devices, settings, _aesara_settings(), aejax_env, _source_digest())
+    return _digest(jax_settings, _aesara_settings(), aejax_env)
 
 
-def _aesara_settings() -> list[str]:
-    """The value of every Aesara setting, in order (the ``Value:`` lines of ``str(aesara.config)``)."""
-    return [line.strip() for line in str(aesara.config).splitlines() if line.strip().startswith("Value:")]
+TRANSIENT_AESARA_SETTINGS = frozenset({"traceback__limit", "cxx"})
+"""Aesara settings changed for the time of a compile (by Aesara, by aejax's function maker): left out of the key."""
+
+
+def _aesara_settings() -> list[tuple[str, str]]:
+    """Every Aesara setting but the transient ones, with its value, as ``str(aesara.config)`` shows them."""
+    found, name = [], None
+    for line in str(aesara.config).splitlines():
+        if line and not line[0].isspace():
+            name = line.split(" ", 1)[0]
+        elif line.strip().startswith("Value:") and name not in TRANSIENT_AESARA_SETTINGS:
+            found.append((str(name), line.strip()))
+    return found
 
 
 def _source_digest() -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import aesara
 import aesara.tensor as at
+import jax
 import numpy as np
 import pytest
 from aesara.graph.op import Op
@@ -49,7 +50,7 @@ PROGRAM = textwrap.dedent(
     halve = Halve() if options.get("own_lowering") else lambda h: h * 0.5
     x = at.dvector("x")
     srng = RandomStream(seed=options["seed"])
-    hs, updates = aesara.scan(lambda h: at.exp(halve(h)) + srng.normal(0, 1, size=h.shape), outputs_info=[x], n_steps=5)
+    hs, updates = aesara.scan(lambda h: at.tanh(halve(h)) + srng.normal(0, 1, size=h.shape), outputs_info=[x], n_steps=5)
     total = Assert("x must be positive")(hs[-1].sum() + options["constant"], at.all(x > 0))
     f = aesara.function([x], total, updates=updates, mode="AEJAX")
 
@@ -222,3 +223,24 @@ def test_a_scan_graph_fingerprint_ignores_names_and_counters():
         return graph_fingerprint(fgraph.inputs, fgraph.outputs)
 
     assert built() == built()
+
+
+def test_a_jax_setting_changed_between_compiles_keys_the_next_program(store_here):
+    def compiled_and_called():
+        x = at.dvector("x")
+        f = aesara.function([x], at.exp(x * 2).sum(), mode="AEJAX")
+        return float(f(np.ones(3)))
+
+    def programs():
+        return [p for p in store_here() if "discovered" not in p.name]
+
+    first = compiled_and_called()
+    assert len(programs()) == 1
+    assert compiled_and_called() == first and len(programs()) == 1  # loaded: the same key
+    previous = jax.config.jax_default_matmul_precision
+    jax.config.update("jax_default_matmul_precision", "highest")
+    try:
+        assert compiled_and_called() == first
+    finally:
+        jax.config.update("jax_default_matmul_precision", previous)
+    assert len(programs()) == 2
