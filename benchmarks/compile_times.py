@@ -106,8 +106,8 @@ def rst_table(results: list[dict[str, Any]]) -> str:
 
 def compile_info(args: argparse.Namespace) -> dict[str, Any]:
     """What the saved table was measured with: ``run.py``'s description of a run, C compiler and cores added."""
-    info = run_info(argparse.Namespace(rounds=None, scale=args.scale))
-    del info["rounds"]
+    info = run_info(argparse.Namespace(rounds=None, scale=args.scale, cpu_sync_dispatch=False))
+    del info["rounds"], info["cpu_sync_dispatch"]
     return {**info, "gcc": gcc_version(), "cpus": os.cpu_count(), "c_backend": not args.skip_c}
 
 

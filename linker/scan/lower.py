@@ -635,11 +635,20 @@ def stepping_on_host(node: Apply) -> Apply:
     if not isinstance(mode.linker, JITLinker):
         return node
     host_mode = Mode(linker=VMLinker(use_cloop=False, c_thunks=False), optimizer=mode.provided_optimizer)
+    return scan_twin(node, op.inner_inputs, op.inner_outputs, host_mode)
+
+
+def scan_twin(node: Apply, inner_inputs: Sequence[Variable], inner_outputs: Sequence[Variable], mode: Any) -> Apply:
+    """``node``'s Scan with the inner graph ``inner_inputs -> inner_outputs`` and ``mode``, on the same inputs.
+
+    ``node`` itself if the twin's outputs would have other types.
+    """
+    op = node.op
     twin = Scan(
-        op.inner_inputs,
-        op.inner_outputs,
+        list(inner_inputs),
+        list(inner_outputs),
         op.info,
-        mode=host_mode,
+        mode=mode,
         truncate_gradient=op.truncate_gradient,
         name=op.name,
         profile=op.profile,
@@ -716,18 +725,7 @@ def with_merged_step(node: Apply) -> Apply:
     if not any(isinstance(inner.op, Scan) for inner in op.fgraph.apply_nodes):
         return node
     step = merged_inner_graph(op.fgraph)
-    twin = Scan(
-        step.inputs,
-        step.outputs,
-        op.info,
-        mode=op.mode,
-        truncate_gradient=op.truncate_gradient,
-        name=op.name,
-        profile=op.profile,
-        allow_gc=op.allow_gc,
-        strict=op.strict,
-    ).make_node(*node.inputs)
-    return twin if [o.type for o in twin.outputs] == [o.type for o in node.outputs] else node
+    return scan_twin(node, step.inputs, step.outputs, op.mode)
 
 
 _push_out_non_seqs = in2out(push_out_non_seq_scan, ignore_newtrees=True)

@@ -15,16 +15,16 @@ def gaussian_logprob(q):
     return -0.5 * ((q - np.array([1.0, -2.0])) ** 2).sum()
 
 
-def nuts_chain(transitions):
-    """aehmc NUTS transitions of a 2-D Gaussian as one Scan: loops four deep."""
+def nuts_chain(transitions, logprob=gaussian_logprob):
+    """aehmc NUTS transitions (of a 2-D Gaussian unless told otherwise) as one Scan: loops four deep."""
     q0 = at.dvector("q0")
-    kernel = nuts.new_kernel(RandomStream(7), gaussian_logprob)
+    kernel = nuts.new_kernel(RandomStream(7), logprob)
 
     def transition(q, energy, grad):
         (q, energy, grad, *_), updates = kernel(q, energy, grad, np.float64(0.25), at.as_tensor(np.ones(2)))
         return (q, energy, grad), updates
 
-    _, energy, grad = hmc.new_state(q0, gaussian_logprob)
+    _, energy, grad = hmc.new_state(q0, logprob)
     (positions, _, _), updates = aesara.scan(transition, outputs_info=[q0, energy, grad], n_steps=transitions)
     return q0, positions, updates
 

@@ -10,14 +10,13 @@ import warnings
 import aesara
 import aesara.tensor as at
 import numpy as np
-from aehmc import hmc, nuts
 from aesara.graph.basic import Apply
 from aesara.graph.op import Op
-from aesara.tensor.random.utils import RandomStream
 
 import aejax.linker
 from aejax.linker import CallbackWarning
 from tests.reference import REFERENCE
+from tests.scan.test_merged_inner_graphs import gaussian_logprob, nuts_chain
 
 
 class Evaluations(Op):
@@ -104,26 +103,14 @@ def test_a_value_read_three_loops_deep_is_computed_once_per_step():
     assert len(seen) == 3 * 4
 
 
-def nuts_chain(counter, transitions=5):
+def counted_nuts_chain(counter, transitions=5):
     """aehmc NUTS transitions of a 2-D Gaussian, the potential's position passing through ``counter``."""
-    q0 = at.dvector("q0")
-
-    def logprob(q):
-        return -0.5 * ((counter(q) - np.array([1.0, -2.0])) ** 2).sum()
-
-    kernel = nuts.new_kernel(RandomStream(7), logprob)
-
-    def transition(q, energy, grad):
-        (q, energy, grad, *_), updates = kernel(q, energy, grad, np.float64(0.25), at.as_tensor(np.ones(2)))
-        return (q, energy, grad), updates
-
-    _, energy, grad = hmc.new_state(q0, logprob)
-    (positions, _, _), updates = aesara.scan(transition, outputs_info=[q0, energy, grad], n_steps=transitions)
+    q0, positions, updates = nuts_chain(transitions, lambda q: gaussian_logprob(counter(q)))
     return [q0], positions, updates
 
 
 def test_nuts_evaluates_the_potential_once_per_leapfrog_step():
     """aehmc's U-turn check, a loop in the integration step, evaluated each step's potential again."""
-    _, seen = run(nuts_chain, aejax.linker.mode, np.zeros(2))
+    _, seen = run(counted_nuts_chain, aejax.linker.mode, np.zeros(2))
     assert len(seen) > 5
     assert len({position.tobytes() for position in seen}) == len(seen)
