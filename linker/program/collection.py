@@ -8,13 +8,14 @@ Reference counting still frees what it can while collection is paused;
 whatever is cyclic waits for the next collection after the pause.
 
 The pause is process-wide (the collector is), counted so that overlapping
-compiles in several threads end it only when the last one ends, and never
-turns on a collector the user had turned off.
+compiles in several threads end it only when the last one ends, never turns
+on a collector the user had turned off, and ends in a child forked during it.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,20 @@ from contextlib import contextmanager
 _lock = threading.Lock()
 _depth = 0
 _paused_by_us = False
+
+
+def _after_fork_in_child() -> None:
+    """A process forked during a pause has none of its compiles: end the pause there."""
+    global _lock, _depth, _paused_by_us
+    _lock = threading.Lock()
+    _depth = 0
+    if _paused_by_us:
+        _paused_by_us = False
+        gc.enable()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @contextmanager

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import platform
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -103,7 +104,7 @@ class ProgramStore:
     @classmethod
     def opened(cls, identity: str | None) -> ProgramStore | None:
         """The store of the graph ``identity`` names; ``None`` without one or when the store is turned off."""
-        if identity is None or os.environ.get(SWITCH, "1") == "0":
+        if identity is None or os.environ.get(SWITCH, "1") == "0" or _debugging_floats():
             return None
         use_persistent_cache()  # first: it changes a JAX setting the key holds
         return cls(identity, cache_directory().parent / SUBDIRECTORY)
@@ -128,20 +129,28 @@ class ProgramStore:
     def entry(self, discovered: Discovered, key: Any, args: Sequence[Any]) -> str:
         """The name of the program for a call with ``args`` (the dynamic ones) under ``key``."""
         kinds = [(type(a).__name__, str(getattr(a, "dtype", "")), _placement(a)) for a in args]
-        return _digest(self._identity, settings(), discovered, key, kinds)
+        return _digest(self._identity, backends(), settings(), discovered, key, kinds)
 
     def load(self, entry: str, traced: Any) -> Any | None:
         """The saved program ``entry``, standing in for ``traced`` (a jitted or checked program), or ``None``."""
-        saved = self._read(self._path(entry))
+        path = self._path(entry)
+        saved = self._read(path)
         if saved is None:
             return None
+        devices = {d.id: d for d in jax.devices()}
         try:
-            compiled = deserialize_and_load(saved["payload"], saved["in_tree"], saved["out_tree"])
-        except Exception:  # noqa: BLE001 - an entry this jaxlib cannot load is a miss
+            if hashlib.sha256(saved["payload"]).hexdigest() != saved["digest"]:
+                raise ValueError("the payload is not the one saved")
+            device = [devices[saved["device"]]]
+            compiled = deserialize_and_load(
+                saved["payload"], saved["in_tree"], saved["out_tree"], execution_devices=device
+            )
+        except Exception:  # noqa: BLE001 - damaged, or for another jaxlib or devices: a miss, and never read again
+            path.unlink(missing_ok=True)
             return None
         if saved["checks"] is None:
             return LoadedProgram(compiled, traced)
-        return traced.running(LoadedProgram(compiled, traced.jitted), saved["checks"])
+        return LoadedProgram(traced.running(compiled, saved["checks"]), traced)
 
     def save(
         self,
@@ -159,8 +168,14 @@ class ProgramStore:
         """
         jitted = traced.jitted if discovered.checked else traced
         try:
-            payload, in_tree, out_tree = serialize(jitted.lower(*args).compile())  # traced and compiled already
-            saved = {"payload": payload, "in_tree": in_tree, "out_tree": out_tree, "checks": None}
+            compiled = jitted.lower(*args).compile()  # traced and compiled already: found in JAX's caches
+            device = _single_device(compiled)
+            if device is None:
+                return
+            payload, in_tree, out_tree = serialize(compiled)
+            digest = hashlib.sha256(payload).hexdigest()
+            saved = {"payload": payload, "digest": digest, "in_tree": in_tree, "out_tree": out_tree, "checks": None}
+            saved["device"] = device
             if discovered.checked:
                 saved["checks"] = checks
             self._write(self._path(entry), saved)
@@ -189,6 +204,8 @@ class ProgramStore:
         try:
             with os.fdopen(descriptor, "wb") as file:
                 pickle.dump(value, file)
+                file.flush()
+                os.fsync(file.fileno())
             os.replace(temporary, path)  # readers see the old file or the whole new one
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
@@ -200,9 +217,23 @@ def min_compile_seconds() -> float:
     return float(jax.config.jax_persistent_cache_min_compile_time_secs)
 
 
-def _placement(value: Any) -> str:
+def _placement(value: Any) -> Any:
     sharding = getattr(value, "sharding", None)
-    return "host" if sharding is None else repr(sharding)
+    if sharding is None:
+        return "host"
+    return (repr(sharding), sorted(d.id for d in sharding.device_set))
+
+
+def _single_device(compiled: Any) -> int | None:
+    """The id of the one device ``compiled`` runs on; ``None`` for a program over several (not saved)."""
+    shardings = jax.tree_util.tree_leaves((compiled.input_shardings, compiled.output_shardings))
+    devices = {d.id for sharding in shardings for d in sharding.device_set}
+    return devices.pop() if len(devices) == 1 else None
+
+
+def _debugging_floats() -> bool:
+    """Whether JAX re-runs programs that make a NaN or an infinity, to name the operation (not done for a loaded one)."""
+    return bool(jax.config.jax_debug_nans or jax.config.jax_debug_infs)
 
 
 def _digest(*parts: Any) -> str:
@@ -211,10 +242,29 @@ def _digest(*parts: Any) -> str:
 
 @cache
 def installation() -> str:
-    """The digest of what cannot change while a process runs: versions, aejax's source files, the devices."""
+    """The digest of what cannot change while a process runs: versions, aejax's sources, XLA's flags, the CPU."""
     versions = (sys.version, np.__version__, aesara.__version__, jax.__version__, jaxlib.__version__)
+    xla_flags = [os.environ.get(name) for name in ("XLA_FLAGS", "LIBTPU_INIT_ARGS")]
+    xla_flags += [arg for arg in sys.argv if arg.startswith("--xla")]
+    return _digest(versions, xla_flags, _cpu(), _source_digest())
+
+
+@cache
+def backends() -> str:
+    """The digest of the devices and of their backends' versions (once the first program is compiled)."""
     devices = [(d.platform, d.device_kind, d.id, d.process_index) for d in jax.devices()]
-    return _digest(versions, devices, _source_digest())
+    clients = {(d.client.platform, d.client.platform_version, d.client.runtime_type) for d in jax.devices()}
+    return _digest(devices, sorted(clients))
+
+
+def _cpu() -> list[str]:
+    """The CPU's model and features, which XLA:CPU compiles for (Linux's ``/proc/cpuinfo``, else the processor's name)."""
+    try:
+        with open("/proc/cpuinfo") as file:
+            lines = file.read().split("\n\n")[0].splitlines()
+    except OSError:
+        return [platform.processor()]
+    return [line for line in lines if line.startswith(("model name", "flags", "vendor_id"))]
 
 
 def settings() -> str:

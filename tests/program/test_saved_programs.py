@@ -1,7 +1,10 @@
 """A program traced and compiled in one process is loaded, not traced again, by the next process that compiles the same graph."""
 
+import gc
+import hashlib
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -244,3 +247,91 @@ def test_a_jax_setting_changed_between_compiles_keys_the_next_program(store_here
     finally:
         jax.config.update("jax_default_matmul_precision", previous)
     assert len(programs()) == 2
+
+
+TWO_DEVICES = textwrap.dedent(
+    """
+    import json, sys
+    import aesara, aesara.tensor as at, jax, numpy as np
+    from aesara.raise_op import Assert
+    import aejax.linker
+
+    if sys.argv[1] == "shifted":  # another check numbered first in this process
+        y = at.dscalar("y")
+        aesara.function([y], Assert("y is small")(y, y < 10), mode="AEJAX_DEVICE")(1.0)
+    x = at.dvector("x")
+    f = aesara.function([x], Assert("x must be positive")(at.exp(x).sum(), at.all(x > 0)), mode="AEJAX_DEVICE")
+    on_first = float(f(np.ones(3)))
+    second = jax.devices()[1]
+    on_second = float(f(jax.device_put(np.ones(3), second)))
+    try:
+        f(jax.device_put(-np.ones(3), second))
+        raised = None
+    except AssertionError as error:
+        raised = str(error).splitlines()[0]
+    print(json.dumps([on_first, on_second, raised]))
+    """
+)
+
+
+def test_with_two_devices_a_loaded_program_runs_and_hands_the_other_device_to_the_traced_one(tmp_path):
+    env = {
+        **os.environ,
+        "AESARA_FLAGS": f"base_compiledir={tmp_path}",
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+        "JAX_PLATFORMS": "cpu",
+        "PYTHONPATH": str(ROOT),
+    }
+
+    def run_two(how):
+        done = subprocess.run(
+            [sys.executable, "-c", TWO_DEVICES, how], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run_two("plain")
+    assert list(tmp_path.rglob(f"{SUBDIRECTORY}/*.pickle"))
+    expected = [3 * np.e, 3 * np.e, "x must be positive"]
+    for got in (first, run_two("plain"), run_two("shifted")):
+        np.testing.assert_allclose(got[:2], expected[:2])
+        assert got[2] == expected[2]
+
+
+def test_a_damaged_entry_is_a_miss_and_is_removed(tmp_path):
+    first = run(tmp_path)
+    (entry,) = [p for p in (tmp_path / "aesara").rglob(f"{SUBDIRECTORY}/*.pickle") if "discovered" not in p.name]
+    saved = pickle.loads(entry.read_bytes())
+    payload = bytearray(saved["payload"])
+    payload[len(payload) // 2] ^= 0x10
+    entry.write_bytes(pickle.dumps({**saved, "payload": bytes(payload)}))
+    again = run(tmp_path)
+    assert again["traced"] > 0 and again["values"] == first["values"]
+    anew = pickle.loads(entry.read_bytes())  # saved anew by that process
+    assert anew["payload"] != bytes(payload) and hashlib.sha256(anew["payload"]).hexdigest() == anew["digest"]
+
+
+def test_the_store_is_not_used_while_jax_debugs_nans():
+    from aejax.linker.program.saved_programs import ProgramStore
+
+    assert ProgramStore.opened("some graph") is not None
+    jax.config.update("jax_debug_nans", True)
+    try:
+        assert ProgramStore.opened("some graph") is None
+    finally:
+        jax.config.update("jax_debug_nans", False)
+
+
+def test_a_process_forked_during_a_pause_collects_garbage():
+    from aejax.linker.program.collection import collection_paused
+
+    assert gc.isenabled()
+    with collection_paused():
+        assert not gc.isenabled()
+        child = os.fork()
+        if child == 0:
+            os._exit(0 if gc.isenabled() else 1)
+        _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert gc.isenabled()
