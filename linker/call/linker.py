@@ -36,7 +36,7 @@ from aejax.adapters.threefry import key_impl
 from aejax.linker.call.identity import graph_identity
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, rebuildable, variable_name
-from aejax.linker.program.saved_programs import ProgramStore
+from aejax.linker.program.saved_programs import ProgramStore, SavedAs
 from aejax.linker.program.segments import GraphProgram
 from aejax.linker.trace.host_failures import raised_on_host
 from aejax.linker.trace.lowering import lower_nodes
@@ -334,17 +334,16 @@ class JAXCodecLinker(JITLinker):
         entries = self.create_thunk_inputs(storage_map)
         exits = self.create_thunk_outputs(fgraph, storage_map)
         donated = frozenset(mapping[out] for out in resident_updates(fgraph, storage_map))
-        identity = graph_identity(fgraph, [*entries, *exits], donated)
-        store = ProgramStore.opened(identity)
-        saved_before = store is not None and store.discovered() is not None
+        store = ProgramStore.opened(graph_identity(fgraph, [*entries, *exits], donated))
+        found = None if store is None else store.discovered()
         return GraphProgram(
             fgraph.inputs,
             fgraph.outputs,
-            lower_nodes(fgraph, jax_funcify, deferred=saved_before),  # lowered when traced, if ever
+            lower_nodes(fgraph, jax_funcify, deferred=found is not None),  # lowered when traced, if ever
             entries,
             exits,
             donated=donated,
-            identity=identity,
+            saved=None if store is None else SavedAs(store, found),
         )
 
     def jit_compile(self, program: GraphProgram) -> GraphProgram:

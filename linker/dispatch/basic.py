@@ -103,23 +103,25 @@ class LoweringDispatcher:
 
     def dispatch(self, cls: type) -> Lowering:
         """The function that lowers Ops of class ``cls``."""
-        base = overriding_class(cls, self._ours.registry, aesara_jax_funcify.registry)
-        if base is None:
+        registered, ours = self._registration(cls)
+        if registered is None:
             return self._default
-        if base in self._ours.registry:
-            return self._ours.registry[base]
-        return _registered_with_aesara(aesara_jax_funcify.registry[base])
+        return registered if ours else _registered_with_aesara(registered)
 
     def lowering_module(self, cls: type) -> str:
         """The module whose code lowers Ops of class ``cls``: ours, Aesara's, or where someone registered one."""
+        registered, _ = self._registration(cls)
+        lowering = aesara_jax_funcify.dispatch(cls) if registered is None else registered
+        return getattr(lowering, "__module__", None) or ""
+
+    def _registration(self, cls: type) -> tuple[Lowering | None, bool]:
+        """The registration that decides for ``cls`` and whether it is ours; ``None`` for Aesara's own dispatch."""
         base = overriding_class(cls, self._ours.registry, aesara_jax_funcify.registry)
         if base is None:
-            lowering = aesara_jax_funcify.dispatch(cls)
-        elif base in self._ours.registry:
-            lowering = self._ours.registry[base]
-        else:
-            lowering = aesara_jax_funcify.registry[base]
-        return getattr(lowering, "__module__", None) or ""
+            return None, False
+        if base in self._ours.registry:
+            return self._ours.registry[base], True
+        return aesara_jax_funcify.registry[base], False
 
     def __call__(self, op: Any, node: Any = None, **kwargs: Any) -> Lowering:
         return self.dispatch(type(op))(op, node=node, **kwargs)

@@ -66,11 +66,12 @@ class Discovered:
 
 
 class SavedAs(NamedTuple):
-    """How a program's owner lets its programs be saved."""
+    """Where a program's programs are saved, and what the process that saved them found out."""
 
-    identity: str
-    """The digest of the program's graph and boundary (`aejax.linker.call.identity`)."""
-    storable: Callable[[], bool]
+    store: ProgramStore
+    found: tuple[Discovered, dict[int, str]] | None
+    """`ProgramStore.discovered`, read when the function was made."""
+    storable: Callable[[], bool] = lambda: True
     """Whether the program just traced can be replayed from a save (its outputs have static lengths)."""
 
 

@@ -130,9 +130,9 @@ class GraphProgram:
     ``donated`` are the positions of inputs whose buffers the program may
     reuse (`StaticInputProgram.donated`), when one program computes the
     whole graph: of segments run in a row, a later one could fail after an
-    earlier one had used them up. ``identity`` names the graph under which
-    that one program may be saved for other processes
-    (`aejax.linker.program.saved_programs`; ``None``: never saved).
+    earlier one had used them up. ``saved`` is where that one program may be
+    saved for other processes (`aejax.linker.program.saved_programs`;
+    ``None``: never saved).
 
     Safe to call from several threads: the plan is replaced as a whole, and
     a thread whose plan went out of date meanwhile runs again with the new one.
@@ -146,11 +146,11 @@ class GraphProgram:
         entries: Sequence[Boundary],
         exits: Sequence[Boundary],
         donated: frozenset[int] = frozenset(),
-        identity: str | None = None,
+        saved: SavedAs | None = None,
     ) -> None:
         self.inputs = list(inputs)
         self.donated = donated
-        self.identity = identity
+        self.saved = saved
         self.outputs = list(outputs)
         self.steps = list(steps)
         self.input_cells = list(entries)
@@ -297,7 +297,7 @@ class GraphProgram:
             left = tuple(r if run_time else x.leave(r) for x, r, run_time in zip(exits, results, ragged))
             return packed(left, [x.crosses_as_array and not run_time for x, run_time in zip(exits, ragged)])
 
-        saved_as = None if self.identity is None else SavedAs(self.identity, lambda: not self._ragged_outputs)
+        saved_as = None if self.saved is None else self.saved._replace(storable=lambda: not self._ragged_outputs)
         return Segment(self.inputs, self.outputs, StaticInputProgram(self.inputs, boundary_fn, self.donated, saved_as))
 
     def _segment(self, index: int, groups: list[list[Step]], plan: Plan) -> Segment:

@@ -35,7 +35,7 @@ from aejax.linker.lengths.bounds import with_static_inputs
 from aejax.linker.program.cache import ProgramCache
 from aejax.linker.program.collection import collection_paused
 from aejax.linker.program.persistent_cache import use_persistent_cache
-from aejax.linker.program.saved_programs import Discovered, ProgramStore, SavedAs
+from aejax.linker.program.saved_programs import Discovered, SavedAs
 
 
 class ShapeInputWarning(UserWarning):
@@ -158,8 +158,7 @@ class StaticInputProgram:
         self.traced_fn = traced_fn
         self.donated = donated
         self.saved_as = saved_as
-        self._store: ProgramStore | None = None
-        self._store_opened = False
+        self._store = None if saved_as is None else saved_as.store
         self.programs = ProgramCache(lambda: self.cache_size)
         self._discovered = Discovered()
         self._lock = threading.Lock()
@@ -167,6 +166,9 @@ class StaticInputProgram:
         self._shape_nodes: dict[int, str] = {}  # static input position -> the node whose shape it decides
         self._first_values: dict[int, Any] = {}  # static input position -> the value of its first program
         self.shortcut: Shortcut | None = None
+        if saved_as is not None and saved_as.found is not None:  # start from what the saving process found out
+            self._discovered, shape_nodes = saved_as.found
+            self._shape_nodes.update(shape_nodes)
 
     @property
     def static_positions(self) -> tuple[int, ...]:
@@ -183,7 +185,6 @@ class StaticInputProgram:
         return self._call(args)
 
     def _call(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        store = self._opened_store()
         while True:
             discovered = self._discovered
             try:
@@ -193,7 +194,7 @@ class StaticInputProgram:
                     outputs = program(*dynamic)
                 else:
                     with collection_paused():
-                        outputs = self._first_call(store, discovered, key, program, dynamic)
+                        outputs = self._first_run(discovered, key, program, dynamic)
             except LoweringError as error:
                 if not self._make_static(discovered, error):
                     raise
@@ -226,35 +227,17 @@ class StaticInputProgram:
             self._warn_recompiling()
         return key, program, loaded is None
 
-    def _opened_store(self) -> ProgramStore | None:
-        """The store of this graph's programs, opened on the first call, which starts from what it knows."""
-        if self._store_opened or self.saved_as is None:
-            return self._store
-        with self._lock:
-            if not self._store_opened:
-                self._store = ProgramStore.opened(self.saved_as.identity)
-                found = None if self._store is None else self._store.discovered()
-                if found is not None and self._discovered == Discovered():
-                    discovered, shape_nodes = found
-                    self._shape_nodes.update(shape_nodes)
-                    self._replace(discovered)
-                self._store_opened = True
-        return self._store
-
-    def _first_call(
-        self, store: ProgramStore | None, discovered: Discovered, key: Any, program: Callable[..., Any], dynamic: Any
-    ) -> Any:
+    def _first_run(self, discovered: Discovered, key: Any, program: Callable[..., Any], dynamic: Any) -> Any:
         """The first call of a new ``program`` (it traces and compiles), which the store keeps if it took long enough.
 
         A program that staged a host call, or whose outputs may be of run-time
         length, is never saved: a second process could not replay it.
         """
-        if store is None:
-            return _first_call(program, dynamic) if self.donated else program(*dynamic)
         started = time.perf_counter()
         with recording_host_calls() as host_calls:
             outputs = _first_call(program, dynamic) if self.donated else program(*dynamic)
-        if store.worth_saving(time.perf_counter() - started) and not host_calls and self.saved_as.storable():
+        store, seconds = self._store, time.perf_counter() - started
+        if store is not None and not host_calls and store.worth_saving(seconds) and self.saved_as.storable():
             entry = store.entry(discovered, key, dynamic)
             store.save(entry, program, dynamic, discovered, CHECKS.entries(), dict(self._shape_nodes))
         return outputs
