@@ -22,7 +22,10 @@ beside JAX's cache, and finds it again by a key made of
 The caller keeps a graph out of the store when that key cannot cover it (an
 Op lowered by code from elsewhere, a value the fingerprint cannot capture);
 a program is saved only if its trace staged no host call (a Python callback
-cannot be saved), and only if tracing and compiling it took at least JAX's
+cannot be saved), only if XLA compiled it in this process (XLA:CPU
+serializes an executable that JAX's persistent cache handed back without its
+kernels, so a process loading it would fail to run it), and only if tracing
+and compiling it took at least JAX's
 ``jax_persistent_cache_min_compile_time_secs``. ``AEJAX_PERSISTENT_CACHE=0``
 turns the store off with JAX's cache. Warnings given while tracing are not
 given again when a program is loaded.
@@ -49,7 +52,12 @@ import numpy as np
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
 import aejax.adapters
-from aejax.linker.program.persistent_cache import SWITCH, cache_directory, use_persistent_cache
+from aejax.linker.program.persistent_cache import (
+    SWITCH,
+    cache_directory,
+    recording_cache_answers,
+    use_persistent_cache,
+)
 
 FORMAT = 1
 """The version of the saved entries' layout; entries of another version are never read."""
@@ -169,9 +177,10 @@ class ProgramStore:
         """
         jitted = traced.jitted if discovered.checked else traced
         try:
-            compiled = jitted.lower(*args).compile()  # traced and compiled already: found in JAX's caches
+            with recording_cache_answers() as answered:
+                compiled = jitted.lower(*args).compile()  # traced and compiled already: found in JAX's caches
             device = _single_device(compiled)
-            if device is None:
+            if device is None or answered:  # deserialized: XLA:CPU would serialize it without its kernels
                 return
             payload, in_tree, out_tree = serialize(compiled)
             digest = hashlib.sha256(payload).hexdigest()

@@ -34,7 +34,7 @@ from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
 from aejax.linker.lengths.bounds import with_static_inputs
 from aejax.linker.program.cache import ProgramCache
 from aejax.linker.program.collection import collection_paused
-from aejax.linker.program.persistent_cache import use_persistent_cache
+from aejax.linker.program.persistent_cache import recording_cache_answers, use_persistent_cache
 from aejax.linker.program.saved_programs import Discovered, SavedAs
 
 
@@ -231,13 +231,15 @@ class StaticInputProgram:
         """The first call of a new ``program`` (it traces and compiles), which the store keeps if it took long enough.
 
         A program that staged a host call, or whose outputs may be of run-time
-        length, is never saved: a second process could not replay it.
+        length, is never saved: a second process could not replay it. Nor is
+        one that JAX's persistent cache compiled (`recording_cache_answers`).
         """
         started = time.perf_counter()
-        with recording_host_calls() as host_calls:
+        with recording_host_calls() as host_calls, recording_cache_answers() as answered:
             outputs = _first_call(program, dynamic) if self.donated else program(*dynamic)
         store, seconds = self._store, time.perf_counter() - started
-        if store is not None and not host_calls and store.worth_saving(seconds) and self.saved_as.storable():
+        replayable = not host_calls and not answered
+        if store is not None and replayable and store.worth_saving(seconds) and self.saved_as.storable():
             entry = store.entry(discovered, key, dynamic)
             store.save(entry, program, dynamic, discovered, CHECKS.entries(), dict(self._shape_nodes))
         return outputs

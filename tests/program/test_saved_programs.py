@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -299,17 +300,39 @@ def test_with_two_devices_a_loaded_program_runs_and_hands_the_other_device_to_th
         assert got[2] == expected[2]
 
 
+def _programs_saved(tmp_path):
+    return [p for p in (tmp_path / "aesara").rglob(f"{SUBDIRECTORY}/*.pickle") if "discovered" not in p.name]
+
+
+def _jax_cache(tmp_path):
+    (directory,) = (tmp_path / "aesara").rglob("aejax-xla")
+    return directory
+
+
 def test_a_damaged_entry_is_a_miss_and_is_removed(tmp_path):
     first = run(tmp_path)
-    (entry,) = [p for p in (tmp_path / "aesara").rglob(f"{SUBDIRECTORY}/*.pickle") if "discovered" not in p.name]
+    (entry,) = _programs_saved(tmp_path)
     saved = pickle.loads(entry.read_bytes())
     payload = bytearray(saved["payload"])
     payload[len(payload) // 2] ^= 0x10
     entry.write_bytes(pickle.dumps({**saved, "payload": bytes(payload)}))
+    shutil.rmtree(_jax_cache(tmp_path))  # else JAX's cache answers the compile, and the program is not saved again
     again = run(tmp_path)
     assert again["traced"] > 0 and again["values"] == first["values"]
     anew = pickle.loads(entry.read_bytes())  # saved anew by that process
     assert anew["payload"] != bytes(payload) and hashlib.sha256(anew["payload"]).hexdigest() == anew["digest"]
+
+
+def test_a_program_jax_s_cache_answered_is_not_saved_and_the_next_process_runs(tmp_path):
+    """XLA:CPU serializes an executable it deserialized without its kernels: saved, it would fail to run when loaded."""
+    first = run(tmp_path)
+    for entry in _programs_saved(tmp_path):
+        entry.unlink()
+    answered = run(tmp_path)  # traced again, compiled by JAX's cache
+    assert answered["traced"] > 0 and not _programs_saved(tmp_path)
+    after = run(tmp_path)
+    assert after["values"] == answered["values"] == first["values"]
+    assert after["raised"] == first["raised"]
 
 
 def test_the_store_is_not_used_while_jax_debugs_nans():
