@@ -22,10 +22,12 @@ beside JAX's cache, and finds it again by a key made of
 The caller keeps a graph out of the store when that key cannot cover it (an
 Op lowered by code from elsewhere, a value the fingerprint cannot capture);
 a program is saved only if its trace staged no host call (a Python callback
-cannot be saved), only if XLA compiled it in this process (XLA:CPU
-serializes an executable that JAX's persistent cache handed back without its
-kernels, so a process loading it would fail to run it), and only if tracing
-and compiling it took at least JAX's
+cannot be saved), only if it holds no custom call but jaxlib's LAPACK
+kernels (set up before a load; another may need a set-up that only its
+lowering does), only if XLA compiled it in this process (XLA:CPU serializes
+an executable that JAX's persistent cache handed back without its kernels,
+so a process loading it would fail to run it), and only if tracing and
+compiling it took at least JAX's
 ``jax_persistent_cache_min_compile_time_secs``. ``AEJAX_PERSISTENT_CACHE=0``
 turns the store off with JAX's cache. Warnings given while tracing are not
 given again when a program is loaded.
@@ -37,6 +39,7 @@ import hashlib
 import os
 import pickle
 import platform
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -48,6 +51,7 @@ from typing import Any, NamedTuple
 import aesara
 import jax
 import jaxlib
+import jaxlib.lapack
 import numpy as np
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
@@ -59,10 +63,13 @@ from aejax.linker.program.persistent_cache import (
     use_persistent_cache,
 )
 
-FORMAT = 1
+FORMAT = 2
 """The version of the saved entries' layout; entries of another version are never read."""
 
 SUBDIRECTORY = "aejax-programs"
+
+LAPACK_PREFIX = "lapack_"
+"""The custom calls of JAX's LAPACK kernels, the only custom calls a saved program may hold (`_set_up_lapack`)."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +157,8 @@ class ProgramStore:
         try:
             if hashlib.sha256(saved["payload"]).hexdigest() != saved["digest"]:
                 raise ValueError("the payload is not the one saved")
+            if saved["lapack"]:
+                _set_up_lapack()
             device = [devices[saved["device"]]]
             compiled = deserialize_and_load(
                 saved["payload"], saved["in_tree"], saved["out_tree"], execution_devices=device
@@ -178,14 +187,16 @@ class ProgramStore:
         jitted = traced.jitted if discovered.checked else traced
         try:
             with recording_cache_answers() as answered:
-                compiled = jitted.lower(*args).compile()  # traced and compiled already: found in JAX's caches
+                lowered = jitted.lower(*args)  # traced and compiled already: found in JAX's caches
+                compiled = lowered.compile()
             device = _single_device(compiled)
-            if device is None or answered:  # deserialized: XLA:CPU would serialize it without its kernels
-                return
+            custom_calls = set(re.findall(r"custom_call @([\w.$-]+)", lowered.as_text()))
+            if device is None or answered or any(not c.startswith(LAPACK_PREFIX) for c in custom_calls):
+                return  # answered: deserialized, XLA:CPU would serialize it without its kernels
             payload, in_tree, out_tree = serialize(compiled)
             digest = hashlib.sha256(payload).hexdigest()
             saved = {"payload": payload, "digest": digest, "in_tree": in_tree, "out_tree": out_tree, "checks": None}
-            saved["device"] = device
+            saved["device"], saved["lapack"] = device, bool(custom_calls)
             if discovered.checked:
                 saved["checks"] = checks
             self._write(self._path(entry), saved)
@@ -239,6 +250,16 @@ def _single_device(compiled: Any) -> int | None:
     shardings = jax.tree_util.tree_leaves((compiled.input_shardings, compiled.output_shardings))
     devices = {d.id for sharding in shardings for d in sharding.device_set}
     return devices.pop() if len(devices) == 1 else None
+
+
+@cache
+def _set_up_lapack() -> None:
+    """Set up jaxlib's LAPACK kernels, as JAX's lowering of a LAPACK call does first (jaxlib 0.7.1).
+
+    A process that loads a program lowers none: without this, the program's
+    first LAPACK call runs through an unset pointer (a segmentation fault).
+    """
+    jaxlib.lapack.prepare_lapack_call("potrf_ffi", np.float64)
 
 
 def _debugging_floats() -> bool:

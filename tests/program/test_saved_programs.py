@@ -56,6 +56,8 @@ PROGRAM = textwrap.dedent(
     srng = RandomStream(seed=options["seed"])
     hs, updates = aesara.scan(lambda h: at.tanh(halve(h)) + srng.normal(0, 1, size=h.shape), outputs_info=[x], n_steps=5)
     total = Assert("x must be positive")(hs[-1].sum() + options["constant"], at.all(x > 0))
+    if options.get("cholesky"):  # a LAPACK kernel in the program
+        total = total + aesara.tensor.slinalg.cholesky(at.outer(x, x) + at.eye(x.shape[0])).sum()
     f = aesara.function([x], total, updates=updates, mode="AEJAX")
 
     traces = []
@@ -121,6 +123,15 @@ def test_a_loaded_program_raises_its_own_check_when_the_process_numbers_checks_o
     shifted = run(tmp_path, shift_checks=True)
     assert shifted["traced"] == 0
     assert shifted["raised"] == ["AssertionError", "x must be positive"]
+
+
+def test_a_loaded_program_with_a_lapack_kernel_runs_in_a_process_that_never_lowered_one(tmp_path):
+    """JAX sets up its LAPACK kernels when it lowers a call of one: a process that only loads must do it first."""
+    first = run(tmp_path, cholesky=True)
+    assert first["traced"] > 0 and saved(tmp_path)
+    loaded = run(tmp_path, cholesky=True)
+    assert loaded["traced"] == 0
+    assert loaded["values"] == first["values"] == run(tmp_path / "off", switch="0", cholesky=True)["values"]
 
 
 def test_a_different_graph_is_not_given_the_saved_program(tmp_path):
