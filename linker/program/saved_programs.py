@@ -190,9 +190,11 @@ class ProgramStore:
                 lowered = jitted.lower(*args)  # traced and compiled already: found in JAX's caches
                 compiled = lowered.compile()
             device = _single_device(compiled)
+            if device is None or answered:  # answered: deserialized, XLA:CPU would serialize it without its kernels
+                return
             custom_calls = set(re.findall(r"custom_call @([\w.$-]+)", lowered.as_text()))
-            if device is None or answered or any(not c.startswith(LAPACK_PREFIX) for c in custom_calls):
-                return  # answered: deserialized, XLA:CPU would serialize it without its kernels
+            if any(not call.startswith(LAPACK_PREFIX) for call in custom_calls):
+                return
             payload, in_tree, out_tree = serialize(compiled)
             digest = hashlib.sha256(payload).hexdigest()
             saved = {"payload": payload, "digest": digest, "in_tree": in_tree, "out_tree": out_tree, "checks": None}
