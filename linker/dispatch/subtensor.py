@@ -29,6 +29,7 @@ from jax import lax
 
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.dispatch.rows import by_select, row_at, with_row_at
 from aejax.linker.errors import IndexOutOfBoundsError, NotStaticError
 from aejax.linker.lengths import masked
 from aejax.linker.lengths.concrete import is_traced, static_scalars
@@ -75,6 +76,8 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
             return masked.gather(selected_rows_first(x), index_values, node)
         _require_concrete_masks(index_values, node)
         check_bounds(jnp.shape(x), indices, node)
+        if selects_a_row(x, indices):
+            return row_at(x, inside(indices[0], jnp.shape(x)[0]))[static_slices(indices[1:])]
         return indexable(x, index_values)[static_slices(indices)]
 
     return takes_run_time_lengths(
@@ -253,6 +256,8 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
             return ragged_update(x, y, indices, set_instead_of_inc, node)
         _require_concrete_masks(index_values, node)
         check_bounds(jnp.shape(x), indices, node)
+        if idx_list and selects_a_row(x, indices):
+            return row_updated(jnp.asarray(x), static_slices(indices), y, set_instead_of_inc)
         return updated_at(jnp.asarray(x), static_slices(indices), y, set_instead_of_inc, ignore_duplicates)
 
     return takes_run_time_lengths(
@@ -260,6 +265,35 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
         ragged=bool(idx_list) or by_arrays or by_boolean_mask,
         masked=not idx_list and not whole_arrays_only,
     )
+
+
+def selects_a_row(x: Any, indices: tuple[Any, ...]) -> bool:
+    """Whether ``indices`` start with a traced integer scalar into the first axis of ``x``, a buffer small
+    enough for selects (`aejax.linker.dispatch.rows`): under ``vmap`` the position may differ per chain."""
+    first = indices[0] if indices else None
+    return (
+        is_traced(first)
+        and jnp.ndim(first) == 0
+        and jnp.issubdtype(jnp.result_type(first), jnp.integer)
+        and jnp.ndim(x) > 0
+        and by_select(x)
+    )
+
+
+def inside(index: Any, size: int) -> Any:
+    """A checked ``index`` into an axis of ``size`` as a position from the start (a negative one counts from the end)."""
+    return jnp.where(index < 0, index + size, index)
+
+
+def row_updated(x: Any, indices: tuple[Any, ...], y: Any, set_instead_of_inc: bool) -> Any:
+    """``x`` with ``x[indices]`` set to (or incremented by) ``y``, where ``indices[0]`` picks a row (`selects_a_row`).
+
+    In numpy, on a copy: ``x[indices] = y`` (or ``+= y``); only the picked
+    row changes, so duplicates cannot arise.
+    """
+    position = inside(indices[0], x.shape[0])
+    row = updated_at(row_at(x, position), indices[1:], y, set_instead_of_inc, ignore_duplicates=False)
+    return with_row_at(x, position, row)
 
 
 def updated_at(x: Any, indices: tuple[Any, ...], y: Any, set_instead_of_inc: bool, ignore_duplicates: bool) -> Any:

@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import aesara.tensor as at
 import numpy as np
@@ -35,7 +35,7 @@ from aesara.tensor.extra_ops import BroadcastTo
 from aesara.tensor.shape import Shape, Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor, get_constant_idx
 
-from aejax.linker.graph.scan_layout import ScanLayout
+from aejax.linker.graph.scan_layout import ScanLayout, counting_steps
 from aejax.linker.graph.value_bounds import ValuesWithin, within_bounds
 from aejax.linker.rewrites.shape import axis_length
 
@@ -49,24 +49,31 @@ def _constant_index(client: Any) -> list[Any] | None:
         return None
 
 
-LastRowRead = tuple[Variable, int]
-"""A variable ``var[k:][-1]`` that reads the last row of ``var``, and its ``k`` (0 for ``var[-1]``)."""
+class TailRead(NamedTuple):
+    """A variable that reads ``var[skipped:]`` of a Scan output ``var``: its last row, or the length of an axis."""
+
+    variable: Variable
+    skipped: int
+    axis: int | None
+    """The axis whose length it reads (``var[skipped:].shape[axis]``); ``None`` for the last row."""
 
 
-def last_row_reads(fgraph: FunctionGraph, var: Variable, skipped: int = 0) -> list[LastRowRead] | None:
-    """The ``var[-1]`` (or ``var[k:][-1]``) reads, if they are all that uses ``var`` (maybe none)."""
+def tail_reads(fgraph: FunctionGraph, var: Variable, skipped: int = 0) -> list[TailRead] | None:
+    """The ``var[-1]`` and ``var.shape[i]`` (or ``var[k:][-1]``, ``var[k:].shape[i]``) reads, if they are
+    all that uses ``var`` (maybe none)."""
     reads = []
     for client, _ in fgraph.clients[var]:
+        if isinstance(getattr(client, "op", None), Shape_i):
+            reads.append(TailRead(client.outputs[0], skipped, client.op.i))
+            continue
         index = _constant_index(client)
-        if index is None:
+        if index is None or len(index) != 1:
             return None
         first = index[0]
-        if len(index) != 1:
-            return None
         if first == -1:
-            reads.append((client.outputs[0], skipped))
+            reads.append(TailRead(client.outputs[0], skipped, None))
         elif isinstance(first, slice) and first.stop is None and first.step is None:
-            tails = last_row_reads(fgraph, client.outputs[0], skipped + max(int(first.start or 0), 0))
+            tails = tail_reads(fgraph, client.outputs[0], skipped + max(int(first.start or 0), 0))
             if tails is None:
                 return None
             reads.extend(tails)
@@ -135,11 +142,14 @@ def _nit_sots_read_in_step(op: Scan, layout: ScanLayout) -> list[bool]:
 
 
 class ScanKeepLast(NodeRewriter):
-    """Shrink the buffers of a Scan's outputs of which only the last row is used.
+    """Shrink the buffers of a Scan's outputs of which only the last row and the length are used.
 
     Only the outputs whose step reads a carried state (`_recurrent_sots`), and
     the nit-sots no other work of the step reads (`_nit_sots_read_in_step`),
-    are shrunk; the others keep their full buffer for Aesara's push-outs.
+    are shrunk; the others keep their full buffer for Aesara's push-outs. A
+    length read becomes the number of steps run: ``n_steps`` for a loop of a
+    fixed length, and for an ``until`` loop a count the loop keeps
+    (`counting_steps`).
 
     A class rather than a decorated function so that compiled functions and
     the mode pickle (a decorated function is not importable by its name).
@@ -153,11 +163,11 @@ class ScanKeepLast(NodeRewriter):
             return False
         layout = ScanLayout.of(node.op)
         inputs = list(node.inputs)
-        shrunk: dict[int, tuple[list[LastRowRead], int]] = {}
+        shrunk: dict[int, tuple[list[TailRead], int]] = {}
         recurrent = _recurrent_sots(node.op, layout)
         for k, width in enumerate(layout.sot_windows()):
             out = layout.sot_output_index(k)
-            reads = last_row_reads(fgraph, node.outputs[out])
+            reads = tail_reads(fgraph, node.outputs[out])
             if reads is not None and recurrent[k]:
                 position = layout.sot_input_index(k)
                 inputs[position] = initial_rows(inputs[position], width)
@@ -165,22 +175,49 @@ class ScanKeepLast(NodeRewriter):
         read_in_step = _nit_sots_read_in_step(node.op, layout)
         for k in range(layout.n_nit_sot):
             out = layout.nit_sot_output_index(k)
-            reads = last_row_reads(fgraph, node.outputs[out])
+            reads = tail_reads(fgraph, node.outputs[out])
             if reads is not None and not read_in_step[k]:
                 position = layout.nit_sot_input_index(k)
                 inputs[position] = at.as_tensor_variable(1, dtype=node.inputs[position].dtype)
                 shrunk[out] = (reads, 0)
         if not shrunk:
             return False
-        new = node.op.make_node(*inputs)
-        replacements: dict[Variable, Variable] = {}
-        for index, (old, fresh) in enumerate(zip(node.outputs, new.outputs)):
-            if index in shrunk:
-                reads, width = shrunk[index]
-                replacements.update((read, last_row(fresh, node.inputs[0], k + 1 - width)) for read, k in reads)
-            else:
-                replacements[old] = fresh
-        return replacements
+        return _shrunk_reads(node, inputs, shrunk, layout.as_while)
+
+
+def _shrunk_reads(
+    node: Apply, inputs: list[Variable], shrunk: dict[int, tuple[list[TailRead], int]], as_while: bool
+) -> dict[Variable, Variable]:
+    """Each output of ``node`` and each read of a ``shrunk`` one, replaced by those of the Scan on ``inputs``.
+
+    ``shrunk`` maps an output's index to its reads and its initial rows.
+    """
+    counted = as_while and any(read.axis == 0 for reads, _ in shrunk.values() for read in reads)
+    op = node.op
+    if counted:
+        op, inputs = counting_steps(op, inputs)
+    new = op.make_node(*inputs)
+    steps = new.outputs[-1] if counted else node.inputs[0]
+    replacements: dict[Variable, Variable] = {}
+    for index, (old, fresh) in enumerate(zip(node.outputs, new.outputs)):
+        if index not in shrunk:
+            replacements[old] = fresh
+            continue
+        reads, width = shrunk[index]
+        replacements.update((read.variable, _read_of(read, fresh, width, steps, node.inputs[0])) for read in reads)
+    return replacements
+
+
+def _read_of(read: TailRead, shrunk: Variable, width: int, steps: Variable, n_steps: Variable) -> Variable:
+    """What ``read`` reads, from the ``shrunk`` buffer of an output with ``width`` initial rows after ``steps`` steps.
+
+    The full buffer has ``width + steps`` rows; ``n_steps`` is the most steps the loop may run.
+    """
+    if read.axis is None:
+        return last_row(shrunk, n_steps, read.skipped + 1 - width)
+    if read.axis > 0:
+        return shrunk.shape[read.axis]
+    return at.cast(at.maximum(steps + (width - read.skipped), 0), read.variable.dtype)
 
 
 class ScanSequencesUncut(NodeRewriter):

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from aejax.linker.dispatch.rows import rotated, row_at, with_row_at
 from aejax.linker.lengths.ragged import Ragged
 
 
@@ -58,7 +59,7 @@ def read_rows(buffer: Any, position: Any, taps: Sequence[int]) -> list[Any]:
     In numpy: ``list(buffer[(position + np.array(taps)) % len(buffer)])``.
     """
     size = buffer.shape[0]
-    return [lax.dynamic_index_in_dim(buffer, (position + t) % size, keepdims=False) for t in taps]
+    return [row_at(buffer, (position + t) % size) for t in taps]
 
 
 def write_rows(buffer: Any, position: Any, taps: Sequence[int], rows: Sequence[Any]) -> Any:
@@ -68,7 +69,7 @@ def write_rows(buffer: Any, position: Any, taps: Sequence[int], rows: Sequence[A
     """
     size = buffer.shape[0]
     for t, row in zip(taps, rows):
-        buffer = lax.dynamic_update_index_in_dim(buffer, same_type_as(row, buffer), (position + t) % size, 0)
+        buffer = with_row_at(buffer, (position + t) % size, same_type_as(row, buffer))
     return buffer
 
 
@@ -84,8 +85,11 @@ def shift_in(window: Any, row: Any) -> Any:
 class SotWindow:
     """The last ``width`` values of a mit-sot/sit-sot, as the loop carries them.
 
-    A sit-sot (width 1) carries its value itself rather than a 1-row array:
-    on the CPU every extra slice or reshape in a loop body costs time per step.
+    A sit-sot (width 1) carries its value itself, a mit-sot a tuple of its
+    ``width`` last values, oldest first, rather than a ``width``-row array:
+    on the CPU every extra slice, concatenate or copy of a window in a loop
+    body costs time per step, and XLA computed a step's value once for the
+    trace and again for the rebuilt window.
     """
 
     def __init__(self, width: int, taps: Sequence[int]) -> None:
@@ -95,24 +99,26 @@ class SotWindow:
     def start(self, buffer: Any) -> Any:
         """The first window of a buffer that starts with the initial values.
 
-        In numpy: ``buffer[:width]``; a sit-sot's is ``buffer[0]``.
+        In numpy: ``buffer[0]`` for a sit-sot, else ``tuple(buffer[:width])``.
         """
-        return buffer[0] if self.width == 1 else buffer[: self.width]
+        return buffer[0] if self.width == 1 else tuple(buffer[k] for k in range(self.width))
 
     def rows(self, window: Any) -> list[Any]:
         """The rows a step reads (``taps`` are negative).
 
-        In numpy: ``list(window[width + np.array(taps)])``; a sit-sot's are ``[window]``.
+        In numpy: ``[window[width + t] for t in taps]``; a sit-sot's are ``[window]``.
         """
         return [window if self.width == 1 else window[self.width + t] for t in self.taps]
 
     def shifted(self, window: Any, row: Any) -> Any:
-        """The window after a step wrote ``row``: `shift_in`."""
-        return same_type_as(row, window) if self.width == 1 else shift_in(window, row)
+        """The window after a step wrote ``row``: the oldest value leaves, ``row`` enters last."""
+        if self.width == 1:
+            return same_type_as(row, window)
+        return (*window[1:], same_type_as(row, window[0]))
 
     def as_rows(self, window: Any) -> Any:
-        """The window as ``width`` rows: ``window[None]`` for a sit-sot, else ``window``."""
-        return window[None] if self.width == 1 else window
+        """The window as ``width`` rows, oldest first."""
+        return window[None] if self.width == 1 else jnp.stack(window)
 
 
 def history_rows(size: int, initial: Any, trace: Any) -> Any:
@@ -177,10 +183,9 @@ def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: Any, stops_
     if isinstance(max_steps, int) and size >= offset + max_steps:
         laid_out = buffer
     else:
-        rotated = jnp.roll(buffer, -(filled % size), axis=0)
         rows = jnp.arange(size).reshape((size,) + (1,) * (buffer.ndim - 1))
         padded = jnp.where(rows < filled, buffer, jnp.zeros_like(buffer))
-        laid_out = jnp.where(filled > size, rotated, padded)
+        laid_out = jnp.where(filled > size, rotated(buffer, filled % size), padded)
     if size <= offset + 1 or not stops_early:
         return laid_out
     length = jnp.where(filled < size, size - (max_steps - steps), size)
@@ -199,7 +204,8 @@ def last_states(history: Any, filled: Any, length: Any) -> Ragged:
     """
     size = history.shape[0]
     held = jnp.minimum(filled, size)
-    positions = jnp.maximum(held - length, 0) + jnp.arange(size)
-    rows = history[jnp.clip(positions, 0, size - 1)]
+    first = jnp.maximum(held - length, 0)
+    positions = first + jnp.arange(size)
     kept = (positions < held).reshape((size,) + (1,) * (history.ndim - 1))
+    rows = rotated(history, first)
     return Ragged(jnp.where(kept, rows, jnp.zeros_like(rows)), length)

@@ -67,9 +67,10 @@ from jax.extend.core import jaxpr_as_fun
 from aejax.linker.checks import loop_end, loop_failure_start, loop_step, require
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
+from aejax.linker.dispatch.rows import row_at
 from aejax.linker.dispatch.tensor_basic import bounded_shape, require_memory
 from aejax.linker.errors import IndexOutOfBoundsError, InvalidValueError, LoweringError, variable_name
-from aejax.linker.graph.scan_layout import ScanLayout, split_by
+from aejax.linker.graph.scan_layout import ScanLayout, scan_like, split_by
 from aejax.linker.lengths.bounds import value_interval, values_within
 from aejax.linker.lengths.concrete import is_traced, static_ints
 from aejax.linker.lengths.consumers import takes_run_time_lengths
@@ -133,7 +134,7 @@ def sequence_row(seq: Any, index: Any) -> Any:
     """Row ``index`` of a sequence; an arange's row is computed, never stored."""
     if isinstance(seq, RangeRows):
         return seq.row(index)
-    return lax.dynamic_index_in_dim(buffer_of(seq), index, keepdims=False)
+    return row_at(buffer_of(seq), index)
 
 
 def sequence_rows(seq: Any, n_steps: int) -> Any:
@@ -643,18 +644,7 @@ def scan_twin(node: Apply, inner_inputs: Sequence[Variable], inner_outputs: Sequ
 
     ``node`` itself if the twin's outputs would have other types.
     """
-    op = node.op
-    twin = Scan(
-        list(inner_inputs),
-        list(inner_outputs),
-        op.info,
-        mode=mode,
-        truncate_gradient=op.truncate_gradient,
-        name=op.name,
-        profile=op.profile,
-        allow_gc=op.allow_gc,
-        strict=op.strict,
-    ).make_node(*node.inputs)
+    twin = scan_like(node.op, inner_inputs, inner_outputs, mode=mode).make_node(*node.inputs)
     return twin if [o.type for o in twin.outputs] == [o.type for o in node.outputs] else node
 
 

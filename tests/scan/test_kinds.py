@@ -100,6 +100,17 @@ def mit_sot_last_value(loop):
     return [init], out[-1]
 
 
+def last_values_and_lengths(loop):
+    """Each kind's last value and the lengths of its trace and of cuts of it: no trace is kept (`ScanKeepLast`)."""
+    init, s0 = at.dvector("init"), at.dscalar("s0")
+    m, s, n = loop(
+        lambda m3, m1, s: (0.5 * m1 + 0.25 * m3, at.sin(s) + s, s * 2),
+        outputs_info=[dict(initial=init, taps=[-3, -1]), s0, None],
+        n_steps=12,
+    )
+    return [init, s0], [m[-1], m.shape[0], s[-1], s.shape[0], s[4:].shape[0], s[20:].shape[0], n[-1], n.shape]
+
+
 def runtime_length_sequences(loop):
     a = at.dvector("a")
     out = loop(
@@ -157,6 +168,7 @@ CASES = [
         VEC[:3],
     ),
     case("mit-sot", "last value only", mit_sot_last_value, VEC[:3]),
+    case("mixed", "last values and lengths", last_values_and_lengths, VEC[:3], 0.3),
     case("nit-sot", "scalar float and int outputs", scalar_nit_sot, VEC),
     case("mixed", "several of each", several_of_each, MAT, VEC[:3], MAT[:2], 0.7),
     case("nested", "scan in scan", nested_scan, MAT),

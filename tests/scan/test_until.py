@@ -2,6 +2,7 @@
 
 import aesara
 import aesara.tensor as at
+import jax
 import numpy as np
 import pytest
 from aesara.scan.op import Scan
@@ -41,6 +42,38 @@ def test_trace_has_the_run_time_length(use):
     inputs, out = newton_sqrt()
     for a in (2.0, 1e6):
         assert_matches_reference(inputs, use(out), 1.0, a)
+
+
+def largest_leading_size(fn, *args):
+    """The largest first dimension of any value in ``jax.jit(fn)``'s program on ``args``, loop bodies included."""
+    sizes = [0]
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            sizes.extend(var.aval.shape[0] for var in eqn.outvars if getattr(var.aval, "shape", ()))
+            for sub in jax.core.jaxprs_in_params(eqn.params):
+                walk(sub)
+
+    walk(jax.make_jaxpr(fn)(*args).jaxpr)
+    return max(sizes)
+
+
+@pytest.mark.kind("until")
+def test_the_last_value_and_the_steps_taken_keep_no_trace():
+    """``xs[-1]`` and ``xs.shape[0]`` of a 1000-step until loop: the reference's values, from a loop that keeps
+    its last value and counts its steps instead of filling a 1001-row buffer (8 MB for a 1000-vector)."""
+    a = at.dvector("a")
+
+    def step(x, a):
+        new = 0.5 * (x + a / x)
+        return new, until(at.max(abs(new - x)) < 1e-12)
+
+    xs, _ = aesara.scan(step, outputs_info=at.ones_like(a), non_sequences=a, n_steps=1000)
+    outputs = [xs[-1], xs.shape[0], xs[3:].shape[0], xs[50:].shape[0]]
+    for values in (np.linspace(1.0, 1e4, 7), np.full(7, 4.0)):
+        assert_matches_reference([a], outputs, values)
+    graph = aejax.linker.jaxify([a], outputs)
+    assert largest_leading_size(lambda v: graph.fn({}, v)[0], np.ones(7)) < 1000
 
 
 @pytest.mark.kind("until")

@@ -1,0 +1,71 @@
+"""aehmc's NUTS exported with `jaxify` and vmapped over chains: no gather or scatter at a per-chain position,
+and each chain of the batch is the chain run alone with its key."""
+
+import re
+
+import aesara
+import aesara.tensor as at
+import jax
+import numpy as np
+from aehmc import hmc, nuts
+from aesara.tensor.random.utils import RandomStream
+
+import aejax.linker
+
+PRECISION = np.linalg.inv(np.array([[1.0, 0.5], [0.5, 1.0]]))
+CHAINS = 3
+
+
+def logprob(q):
+    d = q - np.array([1.0, -2.0])
+    return -0.5 * at.dot(d, at.dot(PRECISION, d))
+
+
+def nuts_chain(transitions, seed=11):
+    """``transitions`` NUTS transitions from ``q0`` as one Scan, exported: the positions and acceptance probabilities."""
+    q0 = at.dvector("q0")
+    kernel = nuts.new_kernel(RandomStream(seed), logprob)
+
+    def transition(q, energy, grad):
+        (q, energy, grad, p_accept, *_), updates = kernel(q, energy, grad, np.float64(0.25), at.ones(2))
+        return (q, energy, grad, p_accept), updates
+
+    _, energy, grad = hmc.new_state(q0, logprob)
+    (positions, _, _, accepts), updates = aesara.scan(
+        transition, outputs_info=[q0, energy, grad, None], n_steps=transitions
+    )
+    return aejax.linker.jaxify([q0], [positions, accepts], updates)
+
+
+def one_chain(graph):
+    """The chain as a function of its keys (one per random state, in the order of the state's names) and ``q0``."""
+    names = sorted(graph.state)
+
+    def chain(keys, q0):
+        outputs, state = graph.fn(dict(zip(names, keys)), q0)
+        return outputs, [jax.random.key_data(state[name]) for name in names]
+
+    return chain, [graph.state[name] for name in names]
+
+
+def batched_indexing(text):
+    """The gathers and scatters of a StableHLO module that index at positions that differ along a batch axis."""
+    return len(re.findall(r"operand_batching_dims = \[", text)) + len(re.findall(r"input_batching_dims = \[", text))
+
+
+def test_nuts_chains_under_vmap_index_no_buffer_per_chain_and_match_single_chains():
+    chain, keys = one_chain(nuts_chain(transitions=4))
+    chain_keys = [jax.random.split(key, CHAINS) for key in keys]
+    starts = np.arange(2.0 * CHAINS).reshape(CHAINS, 2) - 2
+    batched = jax.jit(jax.vmap(chain))
+    assert batched_indexing(batched.lower(chain_keys, starts).as_text()) == 0
+    (positions, accepts), new_keys = batched(chain_keys, starts)
+    assert positions.shape == (CHAINS, 4, 2) and np.isfinite(positions).all()
+    assert len({np.asarray(p).tobytes() for p in positions}) == CHAINS
+    alone = jax.jit(chain)
+    for k in range(CHAINS):
+        (positions_k, accepts_k), new_keys_k = alone([key[k] for key in chain_keys], starts[k])
+        np.testing.assert_array_equal(positions[k], positions_k)
+        np.testing.assert_array_equal(accepts[k], accepts_k)
+        for got, want in zip(new_keys, new_keys_k):
+            np.testing.assert_array_equal(got[k], want)
