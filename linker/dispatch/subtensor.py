@@ -215,13 +215,17 @@ def ragged_subtensor(x: Ragged, indices: tuple[Any, ...], node: Any) -> Any:
 
 def ragged_row(value: Ragged, row: Any, node: Any) -> Any:
     """Row ``row`` (negative counts from the run-time end) of ``node``'s `Ragged` value."""
-    position = row_position(value.length, row, node)
+    position = row_position(value.length, row, node, value.at_least)
     return lax.dynamic_index_in_dim(value.buffer, position, keepdims=False)
 
 
-def row_position(length: Any, row: Any, node: Any) -> Any:
-    """Where row ``row`` (negative counts from the end) of ``length`` rows is; `IndexError` past them, as numpy raises."""
-    _check_axis(row, 0, length, node)
+def row_position(length: Any, row: Any, node: Any, at_least: int = 0) -> Any:
+    """Where row ``row`` (negative counts from the end) of ``length`` rows is; `IndexError` past them, as numpy raises.
+
+    A constant ``row`` among the ``at_least`` rows there always are is not checked.
+    """
+    if is_traced(row) or not -at_least <= row < at_least:
+        _check_axis(row, 0, length, node)
     return from_end(length, row)
 
 

@@ -32,13 +32,16 @@ class Ragged:
 
     buffer: Any
     length: Any
+    at_least: int = 0
+    """Rows it has whatever happens at run time (an ``until`` loop that may run ``n >= 1`` steps runs one):
+    reading one of them needs no run-time check."""
 
-    def tree_flatten(self) -> tuple[tuple[Any, Any], None]:
-        return (self.buffer, self.length), None
+    def tree_flatten(self) -> tuple[tuple[Any, Any], int]:
+        return (self.buffer, self.length), self.at_least
 
     @classmethod
-    def tree_unflatten(cls, aux: None, children: tuple[Any, Any]) -> Ragged:
-        return cls(*children)
+    def tree_unflatten(cls, at_least: int, children: tuple[Any, Any]) -> Ragged:
+        return cls(*children, at_least)
 
     def trim(self) -> Any:
         """The value: the buffer cut to its run-time length (outside jit; numpy, so no
@@ -59,7 +62,8 @@ class Ragged:
             start = 0 if rows.start is None else int(rows.start)
             stop = None if rows.stop is None else int(rows.stop)
             end = self.length if stop is None else jnp.minimum(self.length, stop)
-            return Ragged(self.buffer[start:stop], jnp.maximum(end - start, 0))
+            kept = self.at_least if stop is None else min(self.at_least, stop)
+            return Ragged(self.buffer[start:stop], jnp.maximum(end - start, 0), max(kept - start, 0))
         return rows_of(self.buffer, self.length, rows)
 
 

@@ -180,7 +180,8 @@ def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: Any, stops_
     """
     size = buffer.shape[0]
     filled = steps + offset
-    if isinstance(max_steps, int) and size >= offset + max_steps:
+    fits = isinstance(max_steps, int) and size >= offset + max_steps
+    if fits:
         laid_out = buffer
     else:
         rows = jnp.arange(size).reshape((size,) + (1,) * (buffer.ndim - 1))
@@ -189,7 +190,9 @@ def ordered_history(buffer: Any, steps: Any, offset: int, max_steps: Any, stops_
     if size <= offset + 1 or not stops_early:
         return laid_out
     length = jnp.where(filled < size, size - (max_steps - steps), size)
-    return Ragged(laid_out, length)
+    # A loop that may run steps runs one: its history holds the initial rows and a first step.
+    at_least = offset + min(max_steps, 1) if fits else 0
+    return Ragged(laid_out, length, at_least)
 
 
 def last_states(history: Any, filled: Any, length: Any) -> Ragged:

@@ -77,6 +77,19 @@ def test_the_last_value_and_the_steps_taken_keep_no_trace():
 
 
 @pytest.mark.kind("until")
+def test_the_last_row_of_a_loop_that_runs_at_least_once_is_read_unchecked():
+    """A loop that may run steps runs one, so its trace's last row exists and is read without a run-time check
+    (no checked program, no host sync); with ``n_steps=0`` it raises as the reference does."""
+    inputs, out = newton_sqrt(max_steps=1000)
+    assert_matches_reference(inputs, [out, out[-1]], 1.0, 9.0)
+    f = aesara.function(inputs, [out, out[-1]], mode=aejax.linker.mode)
+    f(1.0, 9.0)
+    assert [segment.program.checked for segment in f.vm.jit_fn.segments] == [False]
+    inputs, out = newton_sqrt(max_steps=0)
+    assert_raises_like_reference(inputs, [out, out[-1]], (1.0, 9.0), IndexError, "out of bounds")
+
+
+@pytest.mark.kind("until")
 def test_loop_that_reaches_max_steps():
     inputs, out = newton_sqrt(max_steps=3)
     assert_matches_reference(inputs, [out, out[-1]], 1.0, 1e6)
