@@ -2,35 +2,46 @@
 
 A loop carries small buffers (a Scan's last states, aehmc's momentum
 checkpoints) that each step reads or writes at a position computed at run
-time. ``lax.dynamic_index_in_dim`` and ``lax.dynamic_update_index_in_dim`` do
-that for one chain, but under ``jax.vmap`` a position that differs per chain
-turns them into a gather or a scatter with batching dimensions, whose cost
-on a TPU grows with the number of chains. A buffer with few rows is
-therefore read and written by selects over its rows, which ``vmap`` keeps
-elementwise; a large one keeps the dynamic slices, where a select would
-touch every row at every step.
+time. One chain does that best with ``lax.dynamic_index_in_dim`` and
+``lax.dynamic_update_index_in_dim``. Under ``jax.vmap`` a position that
+differs per chain turns them into a gather or a scatter with batching
+dimensions, whose cost on a TPU grows with the number of chains (a few ms
+per step at 1024 chains), while selects over the buffer's rows stay
+elementwise. So each function here is a `jax.custom_batching.custom_vmap`:
+unbatched, or at a position shared by the chains, it is the dynamic slice;
+at a position that differs per chain it is the selects, except on the CPU,
+where a batched scatter into all but the smallest buffers is the faster
+(`benchmarks/chains_runner.py --crossover`, see docs/benchmarks.rst).
 
 Selects move values without arithmetic: the results are bit for bit those
-of the dynamic slices, for every position inside the buffer.
+of the dynamic slices, for every position inside the buffer. Each function
+has a `jax.custom_jvp` rule made of the dynamic slices, so it can be
+differentiated in both modes.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.custom_batching import custom_vmap
 
-SELECT_MOST_ROWS = 16
-"""The most rows of a buffer read and written by selects."""
+SELECT_MOST_ROWS = 32
+"""The most rows of a buffer read and written by selects at a per-chain position (on an accelerator)."""
 
 SELECT_MOST_BYTES = 64 * 1024
-"""The largest buffer, in bytes, read and written by selects."""
+"""The largest buffer, in bytes per chain, read and written by selects at a per-chain position."""
+
+CPU_SELECT_MOST_ELEMENTS = 16
+"""On the CPU, the largest buffer, in elements per chain, read and written by selects at a per-chain position."""
 
 
 def by_select(buffer: Any) -> bool:
-    """Whether ``buffer``'s rows are read and written by selects: few rows, few bytes, no PRNG keys."""
+    """Whether ``buffer``'s rows may be read and written by selects: a few rows and bytes, no PRNG keys."""
     if _is_key(buffer):
         return False
     bytes_held = jnp.size(buffer) * jnp.result_type(buffer).itemsize
@@ -46,11 +57,8 @@ def row_at(buffer: Any, position: Any) -> Any:
     if buffer.shape[0] == 1:
         return buffer[0]
     if not by_select(buffer):
-        return lax.dynamic_index_in_dim(buffer, position, keepdims=False)
-    row = buffer[0]
-    for k in range(1, buffer.shape[0]):
-        row = jnp.where(position == k, buffer[k], row)
-    return row
+        return _dynamic_row(buffer, position)
+    return _row_at(buffer, position)
 
 
 def with_row_at(buffer: Any, position: Any, row: Any) -> Any:
@@ -59,13 +67,12 @@ def with_row_at(buffer: Any, position: Any, row: Any) -> Any:
     In numpy, on a copy: ``buffer[position] = row``.
     """
     buffer = jnp.asarray(buffer)
-    row = lax.convert_element_type(row, buffer.dtype) if not _is_key(buffer) else row
+    row = row if _is_key(buffer) else lax.convert_element_type(row, buffer.dtype)
     if buffer.shape[0] == 1:
         return jnp.broadcast_to(row, buffer.shape)
     if not by_select(buffer):
-        return lax.dynamic_update_index_in_dim(buffer, row, position, 0)
-    rows = lax.broadcasted_iota(jnp.int32, (buffer.shape[0],) + (1,) * (buffer.ndim - 1), 0)
-    return jnp.where(rows == position, row, buffer)
+        return _dynamic_write(buffer, position, row)
+    return _with_row_at(buffer, position, jnp.broadcast_to(row, buffer.shape[1:]))
 
 
 def rotated(buffer: Any, shift: Any) -> Any:
@@ -74,15 +81,83 @@ def rotated(buffer: Any, shift: Any) -> Any:
     In numpy: ``np.roll(buffer, -shift, axis=0)``.
     """
     buffer = jnp.asarray(buffer)
-    size = buffer.shape[0]
-    if size == 1:
+    if buffer.shape[0] == 1:
         return buffer
     if not by_select(buffer):
-        return jnp.roll(buffer, -shift, axis=0)
+        return _dynamic_roll(buffer, shift)
+    return _rotated(buffer, shift)
+
+
+def _dynamic_row(buffer: Any, position: Any) -> Any:
+    return lax.dynamic_index_in_dim(buffer, position, keepdims=False)
+
+
+def _dynamic_write(buffer: Any, position: Any, row: Any) -> Any:
+    return lax.dynamic_update_index_in_dim(buffer, row, position, 0)
+
+
+def _dynamic_roll(buffer: Any, shift: Any) -> Any:
+    return jnp.roll(buffer, -shift, axis=0)
+
+
+def _selected_row(buffer: Any, position: Any) -> Any:
+    row = buffer[0]
+    for k in range(1, buffer.shape[0]):
+        row = jnp.where(position == k, buffer[k], row)
+    return row
+
+
+def _selected_write(buffer: Any, position: Any, row: Any) -> Any:
+    rows = lax.broadcasted_iota(jnp.int32, (buffer.shape[0],) + (1,) * (buffer.ndim - 1), 0)
+    return jnp.where(rows == position, row, buffer)
+
+
+def _selected_roll(buffer: Any, shift: Any) -> Any:
     result = buffer
-    for k in range(1, size):
+    for k in range(1, buffer.shape[0]):
         result = jnp.where(shift == k, jnp.roll(buffer, -k, axis=0), result)
     return result
+
+
+def per_chain(dynamic: Callable[..., Any], selected: Callable[..., Any]) -> Callable[..., Any]:
+    """``dynamic(buffer, position, *rest)``, batched by ``selected`` where the position differs per chain.
+
+    Under ``vmap`` with a position the chains share, every argument keeps its
+    own batching and ``dynamic`` is vmapped (a dynamic slice of the batched
+    buffer). With a position per chain, every argument is given a chain axis,
+    and ``selected`` is vmapped (elementwise) on an accelerator and for a
+    buffer of at most `CPU_SELECT_MOST_ELEMENTS` elements per chain on the
+    CPU; ``dynamic`` is vmapped (a gather or a scatter) on the CPU otherwise.
+    The jvp is ``dynamic`` applied to the tangents: both functions are linear
+    in the buffer and the rest.
+    """
+    batched = custom_vmap(dynamic)
+
+    @batched.def_vmap
+    def rule(axis_size: Any, in_batched: list[bool], buffer: Any, position: Any, *rest: Any) -> tuple[Any, bool]:
+        args = (buffer, position, *rest)
+        if not in_batched[1]:
+            return jax.vmap(dynamic, in_axes=[0 if b else None for b in in_batched])(*args), True
+        args = tuple(a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a))) for a, b in zip(args, in_batched))
+        by_selects, by_slices = jax.vmap(selected), jax.vmap(dynamic)
+        if math.prod(jnp.shape(buffer)[1:] if in_batched[0] else jnp.shape(buffer)) <= CPU_SELECT_MOST_ELEMENTS:
+            return by_selects(*args), True
+        return lax.platform_dependent(*args, cpu=by_slices, default=by_selects), True
+
+    differentiable = jax.custom_jvp(batched)
+
+    @differentiable.defjvp
+    def jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+        buffer, position, *rest = primals
+        buffer_tangent, _, *rest_tangents = tangents
+        return differentiable(*primals), dynamic(buffer_tangent, position, *rest_tangents)
+
+    return differentiable
+
+
+_row_at = per_chain(_dynamic_row, _selected_row)
+_with_row_at = per_chain(_dynamic_write, _selected_write)
+_rotated = per_chain(_dynamic_roll, _selected_roll)
 
 
 def _is_key(buffer: Any) -> bool:
