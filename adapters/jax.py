@@ -6,8 +6,13 @@ Tensors and scalars
     faster than ``jax.device_put`` from Python. Backend values (what JAX
     returns) are ``jax.Array``; decoding returns writeable numpy values of the
     Type's exact dtype.
-    64-bit dtypes need ``jax_enable_x64``; without it JAX would silently
-    narrow them, so the codec raises instead.
+    With ``jax_enable_x64`` off (a program that computes in 32 bits,
+    `aejax.linker.call.precision`), JAX holds no 64-bit values: encoding
+    narrows a 64-bit value to its 32-bit dtype (`NARROWED`: float64 to
+    float32, int64 to int32, ...) itself, refusing integers that do not fit,
+    `validate` expects the narrowed dtype, and decoding a narrowed value
+    gives it back in the Type's dtype, so shared variables keep values every
+    Aesara backend reads.
 
 Random states
     Under JAX a `RandomStateType` or `RandomGeneratorType` value is a typed
@@ -69,24 +74,47 @@ _HASH_TAG = b"aejax.prng-host-state\0"
 _UINT32 = np.dtype(np.uint32)
 
 
-def _check_x64(type: Any, dtype: np.dtype) -> None:
-    if dtype.itemsize == 8 and dtype.kind in "iufc" and not jax.config.jax_enable_x64:
-        raise CodecError(
-            f"{type} holds {dtype} values but JAX runs with jax_enable_x64=False, "
-            "which would narrow them; call jax.config.update('jax_enable_x64', True) "
-            "or use 32-bit types (aesara.config.floatX='float32')"
-        )
+NARROWED = {
+    np.dtype(wide): np.dtype(narrow)
+    for wide, narrow in (("float64", "float32"), ("complex128", "complex64"), ("int64", "int32"), ("uint64", "uint32"))
+}
+"""The dtype JAX holds the values of each 64-bit dtype in while ``jax_enable_x64`` is off."""
 
 
-def _check_array(type: Any, value: Any, shape: tuple[Any, ...]) -> None:
-    dtype = getattr(type, "numpy_dtype", None) or np.dtype(type.dtype)
-    if value.dtype != dtype:
-        raise PayloadError(type, "dtype", str(dtype), value)
+def backend_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype of ``dtype``'s values under JAX's current ``jax_enable_x64``: `NARROWED` while it is off."""
+    if dtype in NARROWED and not jax.config.jax_enable_x64:
+        return NARROWED[dtype]
+    return dtype
+
+
+def _narrowed(type: Any, value: Any, dtype: np.dtype) -> Any:
+    """``value`` (a numpy or JAX array of ``type``) in ``dtype``, 32 bits; `CodecError` for integers that do not fit."""
+    if isinstance(value, (np.ndarray, np.generic)) and dtype.kind in "iu" and value.size:
+        info = np.iinfo(dtype)
+        if value.min() < info.min or value.max() > info.max:
+            raise CodecError(
+                f"{type} holds {value.dtype} values outside {dtype} ({value.min()} to {value.max()}), and the "
+                "program computes without jax_enable_x64, in 32-bit integers; compile it with "
+                "aejax.linker.mode.with_x64(True)"
+            )
+    return value.astype(dtype)
+
+
+def _check_array(type: Any, value: Any, shape: tuple[Any, ...], dtypes: tuple[np.dtype, ...]) -> None:
+    """Raise `PayloadError` unless ``value`` has one of ``dtypes``, ``type``'s rank and the dimensions it fixes."""
+    if value.dtype not in dtypes:
+        raise PayloadError(type, "dtype", str(dtypes[0]), value)
     if value.ndim != len(shape):
         raise PayloadError(type, "ndim", str(len(shape)), value)
     for axis, (want, got) in enumerate(zip(shape, value.shape)):
         if want is not None and want != got:
             raise PayloadError(type, f"shape[{axis}]", str(want), value)
+
+
+def _type_dtype(type: Any) -> np.dtype:
+    dtype = getattr(type, "numpy_dtype", None)  # not `or`: a dtype without fields is falsy
+    return np.dtype(type.dtype) if dtype is None else dtype
 
 
 class _ArrayCodec:
@@ -109,21 +137,37 @@ class _ArrayCodec:
     def _shape(self, type: Any) -> tuple[Any, ...]:
         raise NotImplementedError
 
-    def encode(self, host_value: Any, type: Any) -> np.ndarray | np.generic:
-        if not isinstance(host_value, (np.ndarray, np.generic)):
+    def encode(self, host_value: Any, type: Any) -> Any:
+        """``host_value``, checked, as it is; narrowed to 32 bits while ``jax_enable_x64`` is off (`NARROWED`).
+
+        A ``jax.Array`` is taken too, there: a resident shared variable's
+        value enters a program as the array it holds.
+        """
+        dtype = _type_dtype(type)
+        narrow = backend_dtype(dtype)
+        arrays = (np.ndarray, np.generic) if narrow is dtype else (np.ndarray, np.generic, jax.Array)
+        if not isinstance(host_value, arrays):
             raise PayloadError(type, "<value>", "a numpy array or scalar", host_value)
-        _check_array(type, host_value, self._shape(type))
-        _check_x64(type, host_value.dtype)
-        return host_value
+        _check_array(type, host_value, self._shape(type), (dtype, narrow))
+        return host_value if host_value.dtype == narrow else _narrowed(type, host_value, narrow)
 
     def validate(self, backend_value: Any, type: Any) -> None:
         if not isinstance(backend_value, (jax.Array, np.ndarray, np.generic)):
             raise PayloadError(type, "<value>", "a jax.Array or numpy array", backend_value)
-        _check_x64(type, np.dtype(type.dtype))
-        _check_array(type, backend_value, self._shape(type))
+        _check_array(type, backend_value, self._shape(type), (backend_dtype(_type_dtype(type)),))
 
     def payload_spec(self, type: Any) -> ArrayPayloadSpec:
         return ArrayPayloadSpec(shape=self._shape(type), dtype=str(type.dtype))
+
+    def _widened(self, backend_value: Any, type: Any) -> np.ndarray:
+        """A backend value as a numpy array of ``type``'s dtype: a narrowed one (`NARROWED`) cast back, any other checked."""
+        array = np.array(backend_value)
+        dtype = _type_dtype(type)
+        if array.dtype == NARROWED.get(dtype):
+            array = array.astype(dtype)
+        if array.dtype != dtype or array.ndim != len(self._shape(type)):
+            self.validate(backend_value, type)
+        return array
 
 
 class TensorCodec(_ArrayCodec):
@@ -135,10 +179,7 @@ class TensorCodec(_ArrayCodec):
         return tuple(type.shape)
 
     def decode(self, backend_value: Any, type: Any) -> np.ndarray:
-        array = np.array(backend_value)
-        if array.dtype != type.numpy_dtype or array.ndim != type.ndim:
-            self.validate(backend_value, type)
-        return array
+        return self._widened(backend_value, type)
 
 
 class ScalarCodec(_ArrayCodec):
@@ -150,8 +191,7 @@ class ScalarCodec(_ArrayCodec):
         return ()
 
     def decode(self, backend_value: Any, type: Any) -> np.generic:
-        self.validate(backend_value, type)
-        return np.dtype(type.dtype).type(np.asarray(backend_value))
+        return np.dtype(type.dtype).type(self._widened(backend_value, type))
 
 
 def _same_state_dict(a: Any, b: Any) -> bool:

@@ -13,6 +13,7 @@ from aejax.linker import scan  # noqa: F401  (registers the Scan lowering)
 from aejax.linker.call.device_call import JaxArgumentError
 from aejax.linker.call.function import AejaxFunction
 from aejax.linker.call.linker import JAXCodecLinker
+from aejax.linker.call.precision import PrecisionWarning
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.dispatch.callback import CallbackWarning
 from aejax.linker.errors import (
@@ -61,6 +62,7 @@ __all__ = [
     "LoweringError",
     "NodeTypeError",
     "NodeValueError",
+    "PrecisionWarning",
     "RecompileWarning",
     "ShapeInputWarning",
     "ScanKeepLast",

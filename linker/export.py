@@ -6,21 +6,31 @@ become the ``state`` dict (random generators as typed PRNG keys through the
 codecs), so the function composes with `jax.jit`, `jax.vmap` (e.g. one key per
 chain), `jax.grad` and sharding. `JaxGraph.store` writes a state back into the
 Aesara shared variables, where every Aesara backend can use it.
+
+Like any JAX function, ``fn`` computes in the precision of the JAX that
+traces it: with ``jax_enable_x64`` on as the caller traces it (by
+``jax.jit``, ``jax.export``, ...), a float64 graph computes in float64; with
+it off, in float32, and the first such trace warns (`PrecisionWarning`,
+naming float64 variables of the graph). The graph is lowered in the
+precision JAX has when `jaxify` is called.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import aesara
+import jax
 from aesara.compile.sharedvalue import SharedVariable
 from aesara.graph.basic import Variable, ancestors
 
 from aejax.adapters import CodecError, StateCodec, codec_for, stays_on_host
 from aejax.linker.call.linker import BACKEND
-from aejax.linker.errors import LoweringError, variable_name
+from aejax.linker.call.precision import PrecisionWarning, wide_float_variables
+from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, NeedsSplit
 from aejax.linker.mode import mode as aejax_mode
 from aejax.linker.program.static_inputs import is_integer_scalar
@@ -149,19 +159,48 @@ def _state_names(shared: Sequence[SharedVariable]) -> list[str]:
     return names
 
 
+def precision_check(fgraph: Any) -> Callable[[], None]:
+    """A function to call while ``fgraph`` is traced: it warns once (`PrecisionWarning`) if that is without x64
+    while the graph holds float64 values, naming a few of them, named variables first."""
+    wide = list(dict.fromkeys(wide_float_variables(fgraph)))
+    names = [variable_name(var) for var in sorted(wide, key=lambda var: var.name is None)[:3]]
+    more = ", ..." if len(wide) > len(names) else ""
+    warned = False
+
+    def check() -> None:
+        nonlocal warned
+        if not names or warned or jax.config.jax_enable_x64:
+            return
+        warned = True
+        warnings.warn(
+            f"the exported graph holds float64 values ({', '.join(map(repr, names))}{more}) and is traced with "
+            "jax_enable_x64 off, so it computes in float32; trace it with jax_enable_x64 on "
+            "(jax.config.update('jax_enable_x64', True), or inside jax.experimental.enable_x64()) for float64",
+            PrecisionWarning,
+            stacklevel=caller_stacklevel(),
+        )
+
+    return check
+
+
 def jaxify(inputs: Sequence[Variable], outputs: Any, updates: Any = None) -> JaxGraph:
     """Export the graph from ``inputs`` to ``outputs`` (with ``updates``) as pure JAX.
 
-    The graph is rewritten as aejax's mode rewrites it. Shape-deciding scalar
-    inputs must be static under the caller's `jax.jit` (``static_argnums``);
-    the trace of an ``until`` Scan cannot leave the function (its length is
-    known only at run time), but its last values can. A graph with values
-    that stay on the host (`Generic` Python objects) raises `LoweringError`.
+    The graph is rewritten as aejax's mode rewrites it, and lowered in the
+    precision JAX has now (``jax_enable_x64``); ``fn`` computes in the
+    precision of the JAX that traces it (see the module docstring).
+    Shape-deciding scalar inputs must be static under the caller's `jax.jit`
+    (``static_argnums``); the trace of an ``until`` Scan cannot leave the
+    function (its length is known only at run time), but its last values
+    can. A graph with values that stay on the host (`Generic` Python
+    objects) raises `LoweringError`.
     """
     single = not isinstance(outputs, (list, tuple))
-    compiled = aesara.function(list(inputs), outputs, updates=updates, mode=aejax_mode)
+    mode = aejax_mode.with_x64(jax.config.jax_enable_x64)
+    compiled = aesara.function(list(inputs), outputs, updates=updates, mode=mode)
     fgraph = compiled.maker.fgraph
     check_no_host_objects(fgraph)
+    check_precision = precision_check(fgraph)
     specs = compiled.maker.inputs
     shared_positions = [i for i, spec in enumerate(specs) if spec.shared]
     shared = [specs[i].variable for i in shared_positions]
@@ -179,6 +218,7 @@ def jaxify(inputs: Sequence[Variable], outputs: Any, updates: Any = None) -> Jax
         if len(args) != len(explicit):
             raise TypeError(f"fn(state, {arg_names}) takes {len(explicit)} input(s) after the state, got {len(args)}")
         check_state(state, shared_by_name, complete=True)
+        check_precision()
         values: list[Any] = [None] * len(specs)
         for position, arg in zip(explicit, args):
             values[position] = arg

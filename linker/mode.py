@@ -18,6 +18,12 @@ arguments without copying them to the host and return ``jax.Array``s where
 XLA put them (`JAXDeviceLinker`, `aejax.linker.call.device_call`). In both
 modes a shared variable made from a ``jax.Array`` keeps its value on the
 device between calls (`aejax.adapters.resident`); others keep host values.
+
+Each compiled function computes with JAX's 64-bit types or without them,
+decided from its graph and backend (`aejax.linker.call.precision`); a mode
+asks for one or the other with `AejaxMode.with_x64`::
+
+    f32_mode = aejax.linker.mode.with_x64(False)  # 32-bit ints, float32 accumulators
 """
 
 from __future__ import annotations
@@ -36,6 +42,26 @@ class AejaxMode(Mode):
     """An Aesara `Mode` whose functions are `AejaxFunction`s (through ``function_maker``)."""
 
     function_maker = AejaxFunctionMaker
+
+    @property
+    def x64(self) -> bool | None:
+        """The precision its functions compute in: ``True``/``False`` as asked by `with_x64`, ``None`` decided per graph."""
+        return getattr(self.linker, "x64", None)
+
+    def with_x64(self, x64: bool | None) -> AejaxMode:
+        """This mode, its functions computing with JAX's 64-bit types (``True``), without them (``False``), or as
+        decided for each graph (``None``, the default: `aejax.linker.call.precision.program_x64`).
+
+        Without them, 64-bit inputs are narrowed to 32 bits on the way in
+        and outputs widened back to their Types' dtypes: a float64 graph then
+        computes in float32. With them, a float32 graph keeps Aesara's
+        float64 accumulators, also on an accelerator.
+        """
+        if x64 not in (True, False, None):
+            raise TypeError(f"with_x64 takes True, False or None, not {x64!r}")
+        mode = self.clone()
+        mode.linker.x64 = None if x64 is None else bool(x64)
+        return mode
 
 
 mode = AejaxMode(linker=JAXCodecLinker(), optimizer=JAX_REWRITES)

@@ -235,10 +235,13 @@ class ExactCall:
 
         It has none when an explicit input's filter does more than convert
         and check (`filter_checks_isfinite`), or a value crosses the
-        boundary other than as a numpy array or a PRNG key.
+        boundary other than as a numpy array or a PRNG key (an explicit
+        input's only as an array: it enters unencoded, so not narrowed).
         """
         shortcut = direct.call.program.shortcut()
         if shortcut is None or not all(map(_only_converts, direct.explicit)):
+            return None
+        if not all(cell.crosses_as_array for cell in direct.call.program.input_cells[: direct.arity]):
             return None
         kinds = [cls.argument_kind(p, c, a) for p, (c, a) in enumerate(zip(direct.explicit, arguments))]
         if None in kinds or any(a.shape != s for a, s in zip(arguments, shortcut.shapes)):

@@ -15,6 +15,12 @@ goes through Aesara's own `Function.__call__`, and so does a direct call that
 fails (a bad argument, a failed check): it has stored nothing, and Aesara's
 path gives its usual behaviour and messages.
 
+Every call, whichever of these paths it takes, runs in the precision of the
+function's program (`aejax.linker.call.precision`): ``__call__`` first
+compares JAX's effective ``jax_enable_x64`` with it and, only when they
+differ, runs the whole call inside ``jax.experimental.enable_x64``
+(`AejaxFunction.in_precision`).
+
 Aesara finds this class through the mode's ``function_maker`` attribute
 (`aesara.compile.function.types.orig_function` looks it up), so nothing of
 Aesara's is changed.
@@ -40,11 +46,18 @@ from aesara.compile.function.types import Function, FunctionMaker
 from aejax.adapters.resident import taking_storage
 from aejax.linker.call.device_call import DeviceDirectCall, JaxArgumentError
 from aejax.linker.call.direct_call import NOT_EXACT, DirectCall, Returning
+from aejax.linker.call.precision import running_in
 from aejax.linker.program.collection import collection_paused
+
+_CONFIG = jax.config
 
 
 class AejaxFunction(Function):
-    """A compiled AEJAX function; see the module docstring for what its calls skip."""
+    """A compiled AEJAX function; see the module docstring for what its calls skip.
+
+    ``x64`` is the precision of its program (`aejax.linker.call.precision`):
+    each call runs with JAX's ``jax_enable_x64`` set to it.
+    """
 
     direct_call = DirectCall
     """The class of its direct call."""
@@ -52,6 +65,7 @@ class AejaxFunction(Function):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._direct = self.direct_call.of(self)
+        self.x64: bool | None = getattr(getattr(self.vm, "jit_fn", None), "x64", None)
 
     @property
     def cache_size(self) -> int:
@@ -72,6 +86,8 @@ class AejaxFunction(Function):
         return copyreg.dispatch_table[Function](self)  # pickled as Aesara pickles its functions
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _CONFIG.jax_enable_x64 is not self.x64 and self.x64 is not None:
+            return self.in_precision(args, kwargs)
         direct = self._direct
         if direct is None or kwargs or self.profile:
             return super().__call__(*args, **kwargs)
@@ -87,6 +103,16 @@ class AejaxFunction(Function):
             return super().__call__(*args)  # nothing was stored: Aesara's path raises with its own messages
         return super().__call__(*args)
 
+    def in_precision(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The call with ``args`` and ``kwargs``, run with JAX's ``jax_enable_x64`` set to the program's (this thread's).
+
+        Each class's ``__call__`` hands a call here, first thing, when JAX's
+        effective setting is not the program's: the whole call, whichever
+        path it takes, then runs in the program's precision.
+        """
+        with running_in(self.x64):
+            return self(*args, **kwargs)
+
 
 class AejaxDeviceFunction(AejaxFunction):
     """A compiled function of mode ``"AEJAX_DEVICE"``: ``jax.Array`` arguments as they are, ``jax.Array`` outputs.
@@ -99,6 +125,8 @@ class AejaxDeviceFunction(AejaxFunction):
     direct_call = DeviceDirectCall
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _CONFIG.jax_enable_x64 is not self.x64 and self.x64 is not None:
+            return self.in_precision(args, kwargs)
         direct = self._direct
         if direct is None or kwargs or self.profile:
             return Function.__call__(self, *args, **kwargs)

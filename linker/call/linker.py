@@ -12,6 +12,11 @@ to the program to reuse (``donated``).
 `JAXDeviceLinker`, the linker of the device-I/O mode ``"AEJAX_DEVICE"``, is
 the same but for the outputs a function returns: an array leaves the program
 as the ``jax.Array`` XLA made (`DeviceValue`), where XLA put it.
+
+Each graph's program computes with JAX's 64-bit types or without them
+(`aejax.linker.call.precision`): the linker decides which, lowers the graph
+in that precision, and gives a program without them cells that narrow
+64-bit values on the way in and widen them on the way out.
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
 from aejax.adapters import CodecError, KeyCodec, KeyPayloadSpec, StateCodec, codec_for
-from aejax.adapters.jax import as_key_codec
+from aejax.adapters.jax import NARROWED, as_key_codec
 from aejax.adapters.resident import ResidentStorage
 from aejax.adapters.threefry import key_impl
 from aejax.linker.call.identity import graph_identity
+from aejax.linker.call.precision import program_x64, running_in
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, rebuildable, variable_name
 from aejax.linker.program.saved_programs import ProgramStore, SavedAs
@@ -49,21 +55,23 @@ class BoundaryValue:
 
     A value crosses the jit boundary in the form the codec's `encode` gives;
     when the codec says ``host_is_backend`` (arrays), the filtered host value
-    crosses as it is and is validated once, while the program is traced.
-    See `KeyBoundaryValue` for random states.
+    crosses as it is and is validated once, while the program is traced,
+    unless the cell is ``narrowed``: a 64-bit value of a program that
+    computes without x64, encoded (narrowed) and decoded (widened) by its
+    codec on each call. See `KeyBoundaryValue` for random states.
     """
 
     reuses_previous = False
     """Whether the cell has a ``decode_into`` that puts an output into the host value it updates."""
 
-    def __init__(self, variable: Variable, codec: StateCodec, storage: list[Any]) -> None:
+    def __init__(self, variable: Variable, codec: StateCodec, storage: list[Any], narrowed: bool = False) -> None:
         self.variable = variable
         self.codec = codec
         self.storage = storage
         self._type = variable.type
         self._encode = codec.encode
         self._decode = codec.decode
-        self.passes_through = bool(getattr(codec, "host_is_backend", False))
+        self.passes_through = bool(getattr(codec, "host_is_backend", False)) and not narrowed
 
     @property
     def crosses_as_array(self) -> bool:
@@ -223,10 +231,21 @@ def host_constant(var: Variable) -> Constant | None:
     return None
 
 
+def narrowed_in(var: Variable, x64: bool) -> bool:
+    """Whether ``var``'s values cross the boundary of a program of precision ``x64`` narrowed to 32 bits."""
+    return not x64 and isinstance(var.type, (TensorType, ScalarType)) and np.dtype(var.type.dtype) in NARROWED
+
+
 def boundary(
-    variables: list[Variable], storage_map: dict[Variable, list[Any]], on_device: frozenset[int] = frozenset()
+    variables: list[Variable],
+    storage_map: dict[Variable, list[Any]],
+    on_device: frozenset[int] = frozenset(),
+    x64: bool = True,
 ) -> list[BoundaryValue]:
-    """The codec-backed cells of ``variables``; an array at a position in ``on_device`` stays a ``jax.Array``."""
+    """The codec-backed cells of ``variables`` for a program of precision ``x64``.
+
+    An array at a position in ``on_device`` stays a ``jax.Array``.
+    """
     cells = []
     for position, var in enumerate(variables):
         codec = codec_for(BACKEND, var.type)
@@ -239,7 +258,7 @@ def boundary(
         elif position in on_device and getattr(codec, "host_is_backend", False):
             cells.append(DeviceValue(var, codec, storage_map[var]))
         else:
-            cells.append(BoundaryValue(var, codec, storage_map[var]))
+            cells.append(BoundaryValue(var, codec, storage_map[var], narrowed_in(var, x64)))
     return cells
 
 
@@ -327,34 +346,53 @@ class JAXCodecLinker(JITLinker):
     whose boundary cells encode the inputs and decode the outputs through the
     ``"jax"`` codecs; `jit_compile` is the identity, since the program compiles
     itself on first use (once per value of its static inputs).
+
+    ``x64`` is the precision its programs are asked for: ``True`` with JAX's
+    64-bit types, ``False`` without, ``None`` (the default) decided for each
+    graph (`aejax.linker.call.precision.program_x64`).
     """
 
+    def __init__(self, *args: Any, x64: bool | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.x64 = x64
+
+    def accept(self, fgraph: Any, no_recycling: Any = None, profile: Any = None) -> JAXCodecLinker:
+        if self.fgraph is not None and self.fgraph is not fgraph:  # Aesara would make a linker without our settings
+            return type(self)(allow_gc=self.allow_gc, x64=self.x64).accept(fgraph, no_recycling, profile)
+        return super().accept(fgraph, no_recycling, profile)
+
     def fgraph_convert(self, fgraph: Any, storage_map: Any = None, **kwargs: Any) -> GraphProgram:
-        mapping = getattr(fgraph, "update_mapping", None) or {}
-        entries = self.create_thunk_inputs(storage_map)
-        exits = self.create_thunk_outputs(fgraph, storage_map)
-        donated = frozenset(mapping[out] for out in resident_updates(fgraph, storage_map))
-        store = ProgramStore.opened(graph_identity(fgraph, [*entries, *exits], donated))
-        found = None if store is None else store.discovered()
-        return GraphProgram(
-            fgraph.inputs,
-            fgraph.outputs,
-            lower_nodes(fgraph, jax_funcify, deferred=found is not None),  # lowered when traced, if ever
-            entries,
-            exits,
-            donated=donated,
-            saved=None if store is None else SavedAs(store, found),
-        )
+        x64 = program_x64(fgraph, self.x64)
+        with running_in(x64):  # the lowerings, and the store's key, see the program's precision
+            mapping = getattr(fgraph, "update_mapping", None) or {}
+            entries = self.create_thunk_inputs(storage_map, x64)
+            exits = self.create_thunk_outputs(fgraph, storage_map, x64)
+            donated = frozenset(mapping[out] for out in resident_updates(fgraph, storage_map))
+            store = ProgramStore.opened(graph_identity(fgraph, [*entries, *exits], donated))
+            found = None if store is None else store.discovered()
+            return GraphProgram(
+                fgraph.inputs,
+                fgraph.outputs,
+                lower_nodes(fgraph, jax_funcify, deferred=found is not None),  # lowered when traced, if ever
+                entries,
+                exits,
+                donated=donated,
+                saved=None if store is None else SavedAs(store, found),
+                x64=x64,
+            )
 
     def jit_compile(self, program: GraphProgram) -> GraphProgram:
         return program
 
-    def create_thunk_inputs(self, storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
-        return boundary(self.fgraph.inputs, storage_map)
+    def create_thunk_inputs(self, storage_map: dict[Variable, list[Any]], x64: bool = True) -> list[BoundaryValue]:
+        """The cells of the graph's inputs, for a program of precision ``x64``."""
+        return boundary(self.fgraph.inputs, storage_map, x64=x64)
 
-    def create_thunk_outputs(self, fgraph: Any, storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
+    def create_thunk_outputs(
+        self, fgraph: Any, storage_map: dict[Variable, list[Any]], x64: bool = True
+    ) -> list[BoundaryValue]:
         """The cells of ``fgraph``'s outputs: each decoded to its host value, but updates of resident shared variables."""
-        return boundary(fgraph.outputs, storage_map, on_device=resident_updates(fgraph, storage_map))
+        return boundary(fgraph.outputs, storage_map, on_device=resident_updates(fgraph, storage_map), x64=x64)
 
     def create_jitable_thunk(
         self, compute_map: Any, order: Any, input_storage: Any, output_storage: Any, storage_map: Any
@@ -397,7 +435,10 @@ class JAXDeviceLinker(JAXCodecLinker):
     variables keep values every Aesara backend reads.
     """
 
-    def create_thunk_outputs(self, fgraph: Any, storage_map: dict[Variable, list[Any]]) -> list[BoundaryValue]:
+    def create_thunk_outputs(
+        self, fgraph: Any, storage_map: dict[Variable, list[Any]], x64: bool = True
+    ) -> list[BoundaryValue]:
         updates = set(getattr(fgraph, "update_mapping", None) or {})
         returned = frozenset(i for i in range(len(fgraph.outputs)) if i not in updates)
-        return boundary(fgraph.outputs, storage_map, on_device=returned | resident_updates(fgraph, storage_map))
+        on_device = returned | resident_updates(fgraph, storage_map)
+        return boundary(fgraph.outputs, storage_map, on_device=on_device, x64=x64)

@@ -13,19 +13,59 @@ A lowering is chosen for an `Op` in this order:
 3. The Op's Python ``perform``, run on the host with `jax.pure_callback`
    (`aejax.linker.dispatch.callback`).
 
-Aesara's modules are not modified.
+Aesara's modules are not modified. Importing Aesara's JAX dispatch sets
+JAX's process-wide ``jax_enable_x64`` (from ``aesara.config.floatX``); this
+module is where aejax first imports it, and it puts the setting back as it
+was (`keeping_global_x64`): a program's precision is the program's own
+(`aejax.linker.call.precision`), not the process's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping
+import threading
+from collections.abc import Callable, Container, Iterator, Mapping
+from contextlib import contextmanager
 from functools import singledispatch
 from typing import Any
 
-from aesara.link.jax.dispatch import jax_funcify as aesara_jax_funcify
+import jax
 
 from aejax.linker.dispatch.callback import host_fallback_problem, host_lowering
 from aejax.linker.errors import LoweringError
+
+
+def global_x64() -> bool:
+    """JAX's process-wide ``jax_enable_x64``, whatever this thread's own setting (`jax.experimental.enable_x64`) is.
+
+    Read from a new thread, which sees only the process-wide value.
+    """
+    seen: list[bool] = []
+    reader = threading.Thread(target=lambda: seen.append(jax.config.jax_enable_x64))
+    reader.start()
+    reader.join()
+    return seen[0]
+
+
+@contextmanager
+def keeping_global_x64() -> Iterator[None]:
+    """Run the block, then put JAX's process-wide ``jax_enable_x64`` back as it was before it, if the block changed it."""
+    before = global_x64()
+    try:
+        yield
+    finally:
+        if global_x64() != before:
+            jax.config.update("jax_enable_x64", before)
+
+
+def _aesara_dispatcher() -> Any:
+    """Aesara's ``jax_funcify``, imported without the process-wide change of ``jax_enable_x64`` its first import makes."""
+    with keeping_global_x64():
+        from aesara.link.jax.dispatch import jax_funcify
+
+    return jax_funcify
+
+
+aesara_jax_funcify = _aesara_dispatcher()
 
 Lowering = Callable[..., Any]
 

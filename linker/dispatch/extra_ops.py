@@ -27,7 +27,7 @@ from aejax.linker.errors import InvalidValueError, LoweringError
 from aejax.linker.lengths import masked
 from aejax.linker.lengths.concrete import is_traced, static_ints
 from aejax.linker.lengths.consumers import takes_run_time_lengths
-from aejax.linker.lengths.ragged import Ragged, buffer_of, rows_of, with_length_of
+from aejax.linker.lengths.ragged import Ragged, buffer_of, index_dtype, rows_of, with_length_of
 
 
 def _one_or_tuple(values: list[Any]) -> Any:
@@ -238,6 +238,6 @@ def _unravel_index(op: UnravelIndex, node: Any = None, **kwargs: Any) -> Callabl
             coordinates = jnp.unravel_index(indices, shape[::-1])[::-1]
         else:
             coordinates = jnp.unravel_index(indices, shape)
-        return _one_or_tuple([jnp.asarray(c, "int64") for c in coordinates])
+        return _one_or_tuple([jnp.asarray(c, index_dtype()) for c in coordinates])
 
     return unravel_index

@@ -1,4 +1,13 @@
-"""Reductions whose Aesara lowerings do not trace under jit, or do not exist."""
+"""Reductions whose Aesara lowerings do not trace under jit, or do not exist.
+
+A reduction accumulates as Aesara's ``perform`` does, in the Op's
+accumulator dtype, but for an accumulator wider than both its input and its
+output (a float32 sum's float64, Aesara's default): that one is used on the
+CPU only, where Aesara's C backend uses it too; a program lowered for an
+accelerator accumulates in the output dtype, and so holds no float64
+operation for a float32 graph (`jax.lax.platform_dependent`, resolved when
+the program is lowered for its platform).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 import aesara.scalar.basic as aes
+import jax
 import jax.numpy as jnp
+import numpy as np
 from aesara.tensor.elemwise import CAReduce
 from aesara.tensor.math import Argmax, MaxAndArgmax, Mean, MulWithoutZeros
 
@@ -90,16 +101,25 @@ def _careduce(op: CAReduce, node: Any = None, **kwargs: Any) -> Callable[..., An
     """``node``'s reduction computed in its accumulator dtype, then cast to its output dtype, as Aesara's ``perform``.
 
     The accumulator is the Op's ``acc_dtype`` (float64 for `Mean`), else the
-    output dtype: a float32 sum accumulates in float64 by default.
+    output dtype: a float32 sum accumulates in float64 by default, on the
+    CPU (see the module docstring). Both dtypes are JAX's canonical ones:
+    32-bit in a program that computes without x64.
     """
     reduce = reduction_of(op.scalar_op, node)
     out_dtype = node.outputs[0].type.dtype
     acc_dtype = "float64" if isinstance(op, Mean) else op.acc_dtype or out_dtype
 
     def careduce(x: Any) -> Any:
-        x = jnp.asarray(x, acc_dtype)
+        x = jnp.asarray(x)
         axes = tuple(range(x.ndim)) if op.axis is None else tuple(op.axis)
-        return cast_as_numpy(reduce(x, axis=axes), out_dtype)
+        out, acc = (jax.dtypes.canonicalize_dtype(dtype) for dtype in (out_dtype, acc_dtype))
+
+        def accumulated_in(dtype: np.dtype) -> Callable[[Any], Any]:
+            return lambda x: cast_as_numpy(reduce(x.astype(dtype), axis=axes), out)
+
+        if acc.itemsize > max(x.dtype.itemsize, out.itemsize):
+            return jax.lax.platform_dependent(x, cpu=accumulated_in(acc), default=accumulated_in(out))
+        return accumulated_in(acc)(x)
 
     return careduce
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from aesara.scalar.basic import (
     Cast,
     Complex,
@@ -31,6 +32,7 @@ from aesara.tensor.math import MulWithoutZeros
 
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch.tensor_basic import filled
+from aejax.linker.lengths.ragged import index_dtype
 
 
 @jax_funcify.register(Real)
@@ -112,12 +114,13 @@ def _second(op: Second, **kwargs: Any) -> Callable[..., Any]:
 def cast_as_numpy(x: Any, dtype: Any) -> Any:
     """``x`` cast to ``dtype`` as numpy casts it: a float to a narrow integer keeps the low bits (300.7 -> int8 44).
 
-    numpy truncates to a 64-bit integer first; XLA would saturate.
+    numpy truncates to a 64-bit integer first; XLA would saturate. A 64-bit ``dtype`` is 32 bits in a
+    program computed without x64.
     """
-    dtype = jnp.dtype(dtype)
+    dtype = jax.dtypes.canonicalize_dtype(dtype)
     x = jnp.asarray(x)
     if dtype.kind in "iu" and dtype.itemsize < 8 and jnp.issubdtype(x.dtype, jnp.inexact):
-        x = jnp.real(x).astype("int64")
+        x = jnp.real(x).astype(index_dtype())
     return x.astype(dtype)
 
 
@@ -143,7 +146,7 @@ def _in_float64(fn: Callable[[Any], Any], node: Any) -> Callable[[Any], Any]:
         dtype = out_dtype if out_dtype is not None else fn(x).dtype
         if dtype not in (jnp.float32, jnp.float64):
             return fn(x)
-        return fn(jnp.asarray(x).astype("float64")).astype(dtype)
+        return fn(jnp.asarray(x).astype(jax.dtypes.canonicalize_dtype(np.float64))).astype(dtype)
 
     return accurate
 

@@ -14,7 +14,7 @@ from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import ShapeAssertionError, variable_name
 from aejax.linker.lengths.concrete import is_traced, static_ints
 from aejax.linker.lengths.consumers import takes_run_time_lengths
-from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, rows_padded
+from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, index_dtype, rows_padded
 
 
 def _run_time_shape(x: Any) -> tuple[Any, ...]:
@@ -28,7 +28,7 @@ def _run_time_shape(x: Any) -> tuple[Any, ...]:
 def _shape(op: Shape, **kwargs: Any) -> Callable[..., Any]:
     def shape(x: Any) -> Any:
         if isinstance(x, RUN_TIME_LENGTH):
-            return jnp.asarray(_run_time_shape(x), dtype="int64")
+            return jnp.asarray(_run_time_shape(x), dtype=index_dtype())
         return np.asarray(np.shape(x), dtype="int64")
 
     return takes_run_time_lengths(shape, ragged=True, ranges=True, masked=True)

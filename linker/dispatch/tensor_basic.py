@@ -82,9 +82,12 @@ def traced_range(start: Any, stop: Any, step: Any, dtype: str) -> RangeRows:
 
 
 def _as_python_number(bound: Any) -> Any:
-    """A traced bound in the precision of the Python number ``.item()`` gives: int64 or float64."""
+    """A traced bound in the precision of the Python number ``.item()`` gives: int64 or float64 (32 bits in a
+    program without x64)."""
     bound = jnp.asarray(bound)
-    return bound.astype("float64" if jnp.issubdtype(bound.dtype, jnp.inexact) else "int64")
+    return bound.astype(
+        jax.dtypes.canonicalize_dtype(np.float64 if jnp.issubdtype(bound.dtype, jnp.inexact) else np.int64)
+    )
 
 
 @jax_funcify.register(ARange)

@@ -53,10 +53,11 @@ from aejax.linker.lengths.concrete import is_traced
 from aejax.linker.lengths.ragged import (
     Masked,
     Ragged,
-    as_int64,
+    as_index,
     buffer_of,
     each_output,
     from_end,
+    index_dtype,
     row_count,
     rows_padded,
     selected_rows_first,
@@ -74,7 +75,7 @@ def nonzero_positions(a: Any) -> tuple[Masked, ...]:
         a = _outside_filled(a.as_masked(), 0)
     mask = jnp.ravel(a) != 0
     coordinates = jnp.unravel_index(jnp.arange(mask.shape[0]), jnp.shape(a))
-    return tuple(Masked(c.astype("int64"), mask) for c in coordinates)
+    return tuple(Masked(c.astype(index_dtype()), mask) for c in coordinates)
 
 
 def share_one_mask(values: Sequence[Any]) -> bool:
@@ -248,7 +249,7 @@ def _require_in_bounds(sizes: Sequence[Any], indices: Sequence[Any], mask: Any, 
 
 def require_inside(index: Any, size: Any, axis: int, node: Apply, selected: Any = True) -> None:
     """A run-time check that ``index`` (where ``selected``) is inside ``axis`` of ``size``, else `IndexError`."""
-    index = as_int64(index)
+    index = as_index(index)
     inside = (index >= -size) & (index < size)
     of_size = "whose length is known only at run time" if is_traced(size) else f"with size {size}"
     message = f"an index of node {node} is out of bounds for axis {axis} {of_size}"

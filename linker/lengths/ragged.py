@@ -89,7 +89,7 @@ class Masked:
     @property
     def length(self) -> Any:
         """How many rows are selected (traced)."""
-        return jnp.sum(self.mask, dtype="int64")
+        return jnp.sum(self.mask, dtype=index_dtype())
 
     def trim(self) -> Any:
         """The value: the selected rows (outside jit)."""
@@ -120,7 +120,7 @@ class RangeRows:
     @classmethod
     def of(cls, start: Any, stop: Any, step: Any, dtype: str) -> RangeRows:
         """The rows of ``arange(start, stop, step)`` (numpy's length rule)."""
-        length = jnp.maximum(jnp.ceil((stop - start) / step), 0).astype("int64")
+        length = jnp.maximum(jnp.ceil((stop - start) / step), 0).astype(index_dtype())
         return cls(start, step, length, dtype)
 
     def tree_flatten(self) -> tuple[tuple[Any, Any, Any], str]:
@@ -186,14 +186,19 @@ def _constant_step(step: Any) -> int:
 
 
 def from_end(length: Any, index: Any) -> Any:
-    """``index`` with a negative one counted from ``length``, as numpy counts it (in int64: a narrow dtype would wrap)."""
-    index = as_int64(index)
+    """``index`` with a negative one counted from ``length``, as numpy counts it (in `index_dtype`: a narrow one would wrap)."""
+    index = as_index(index)
     return jnp.where(index < 0, length + index, index)
 
 
-def as_int64(index: Any) -> Any:
-    """An integer index as int64, so that comparing it with a size or adding one cannot wrap around."""
-    return jnp.asarray(index, "int64")
+def index_dtype() -> np.dtype:
+    """The widest integer dtype of the program being traced: int64, int32 in one computed without x64."""
+    return jax.dtypes.canonicalize_dtype(np.int64)
+
+
+def as_index(index: Any) -> Any:
+    """An integer index in `index_dtype`, so that comparing it with a size or adding one cannot wrap around."""
+    return jnp.asarray(index, index_dtype())
 
 
 def buffer_of(value: Any) -> Any:

@@ -132,7 +132,9 @@ class GraphProgram:
     whole graph: of segments run in a row, a later one could fail after an
     earlier one had used them up. ``saved`` is where that one program may be
     saved for other processes (`aejax.linker.program.saved_programs`;
-    ``None``: never saved).
+    ``None``: never saved). ``x64`` is the precision its programs were
+    lowered for and are traced and run in (JAX's ``jax_enable_x64``): its
+    callers run it in that precision (`aejax.linker.call.precision`).
 
     Safe to call from several threads: the plan is replaced as a whole, and
     a thread whose plan went out of date meanwhile runs again with the new one.
@@ -147,10 +149,12 @@ class GraphProgram:
         exits: Sequence[Boundary],
         donated: frozenset[int] = frozenset(),
         saved: SavedAs | None = None,
+        x64: bool = True,
     ) -> None:
         self.inputs = list(inputs)
         self.donated = donated
         self.saved = saved
+        self.x64 = x64
         self.outputs = list(outputs)
         self.steps = list(steps)
         self.input_cells = list(entries)

@@ -130,7 +130,7 @@ def _as_declared(value: Any, var: Variable) -> Any:
     if hasattr(value, "dtype") and value.dtype == dtype:  # not getattr(..., None): numpy takes None for float64
         return value
     if isinstance(value, (jax.core.Tracer, jax.Array)):
-        return value.astype(dtype)
+        return value.astype(jax.dtypes.canonicalize_dtype(dtype))  # 32 bits in a program without x64
     return np.asarray(value, dtype=dtype)
 
 

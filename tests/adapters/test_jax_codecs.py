@@ -225,12 +225,37 @@ def test_tensor_codec_checks_dtype_ndim_and_static_shape(value, field):
     assert info.value.field == field
 
 
-def test_tensor_codec_refuses_64_bit_values_without_x64():
-    type_ = at.dvector().type
+@pytest.mark.parametrize(
+    ("kind", "narrowed"), [("dvector", np.float32), ("lvector", np.int32), ("zvector", np.complex64)]
+)
+def test_tensor_codec_narrows_64_bit_values_without_x64_and_decodes_them_back(kind, narrowed):
+    type_ = getattr(at, kind)().type
+    codec = codec_for("jax", type_)
+    value = np.array([1.25, -3.0]).astype(type_.dtype)
     with disable_x64():
-        with pytest.raises(CodecError, match="jax_enable_x64"):
-            codec_for("jax", type_).encode(np.zeros(2), type_)
-        codec_for("jax", at.fvector().type).encode(np.zeros(2, np.float32), at.fvector().type)
+        encoded = codec.encode(value, type_)
+        assert encoded.dtype == narrowed
+        codec.validate(jnp.asarray(encoded), type_)
+        with pytest.raises(PayloadError, match="dtype"):
+            codec.validate(np.zeros(2, np.float16), type_)
+        decoded = codec.decode(jnp.asarray(encoded), type_)
+    assert decoded.dtype == type_.dtype and decoded.flags.writeable
+    np.testing.assert_array_equal(decoded, value)
+
+
+def test_tensor_codec_refuses_integers_that_do_not_fit_32_bits_without_x64():
+    type_ = at.lvector().type
+    with disable_x64(), pytest.raises(CodecError, match="outside int32"):
+        codec_for("jax", type_).encode(np.array([1, 2**40]), type_)
+
+
+def test_scalar_codec_narrows_without_x64():
+    codec = codec_for("jax", scalar_float64)
+    with disable_x64():
+        encoded = codec.encode(np.float64(2.5), scalar_float64)
+        assert encoded.dtype == np.float32
+        out = codec.decode(jnp.asarray(encoded), scalar_float64)
+    assert type(out) is np.float64 and out == 2.5
 
 
 def test_scalar_codec_round_trip():

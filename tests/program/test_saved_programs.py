@@ -35,6 +35,8 @@ PROGRAM = textwrap.dedent(
     import aejax.linker
 
     options = json.loads(sys.argv[1])
+    if "x64" in options:
+        jax.config.update("jax_enable_x64", options["x64"])
     if options.get("shift_checks"):  # another check numbered first in this process
         y = at.dscalar("y")
         aesara.function([y], Assert("y is small")(y, y < 10), mode="AEJAX")(1.0)
@@ -116,6 +118,16 @@ def test_a_graph_saved_before_is_lowered_only_if_a_call_needs_a_new_program(tmp_
     longer = run(tmp_path, length=5)
     assert longer["deferred"] and longer["traced"] > 0
     assert longer["values"] == run(tmp_path / "off", switch="0", length=5)["values"]
+
+
+@pytest.mark.parametrize("flags", [(False, True), (True, False)], ids=["x64 off then on", "x64 on then off"])
+def test_a_program_saved_under_one_process_flag_is_loaded_under_the_other(tmp_path, flags):
+    first = run(tmp_path, x64=flags[0])
+    assert first["traced"] > 0
+    second = run(tmp_path, x64=flags[1])  # the float64 program computes with x64 either way: the same key
+    assert second["traced"] == 0 and second["deferred"]
+    assert second["values"] == first["values"]
+    assert second["raised"] == first["raised"] == ["AssertionError", "x must be positive"]
 
 
 def test_a_loaded_program_raises_its_own_check_when_the_process_numbers_checks_otherwise(tmp_path):
@@ -268,6 +280,7 @@ TWO_DEVICES = textwrap.dedent(
     from aesara.raise_op import Assert
     import aejax.linker
 
+    jax.config.update("jax_enable_x64", True)  # device_put of float64 values for the float64 graph
     if sys.argv[1] == "shifted":  # another check numbered first in this process
         y = at.dscalar("y")
         aesara.function([y], Assert("y is small")(y, y < 10), mode="AEJAX_DEVICE")(1.0)

@@ -1,0 +1,231 @@
+"""Precision belongs to the program: ``jax_enable_x64`` stays as the user set it, a float64 graph computes in float64
+whatever the flag, a float32 graph for an accelerator holds no float64 operation, and a mode may ask for either."""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import aesara
+import aesara.tensor as at
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from aesara.graph.fg import FunctionGraph
+from jax.experimental import disable_x64, enable_x64
+
+import aejax.linker
+from aejax.linker import AejaxDeviceMode, InputValueError
+from aejax.linker.call.precision import program_x64
+from tests.reference import REFERENCE, assert_matches_reference
+
+ROOT = Path(__file__).resolve().parents[2]
+X32 = aejax.linker.mode.with_x64(False)
+
+FLAG_PROGRAM = textwrap.dedent(
+    """
+    import json, sys
+    import jax
+    from jax.experimental import enable_x64
+    if sys.argv[1] == "True":
+        jax.config.update("jax_enable_x64", True)
+    seen = {"before": jax.config.jax_enable_x64}
+    if sys.argv[1] == "inside":  # imported while this thread's own setting says x64
+        with enable_x64(True):
+            import aejax.linker
+    else:
+        import aejax.linker
+    seen["imported"] = jax.config.jax_enable_x64
+    import aesara, aesara.tensor as at, numpy as np
+    from aejax.linker import jaxify
+
+    x, v = at.dvector("x"), at.fvector("v")
+    for mode in ("AEJAX", "AEJAX_DEVICE"):
+        for graph in ([x], (x + 1e-10) - x), ([v], v.sum()):
+            f = aesara.function(*graph, mode=mode)
+            [f(np.ones(3, graph[0][0].dtype)) for _ in range(3)]
+    seen["called"] = jax.config.jax_enable_x64
+    graph = jaxify([x], x * 2)
+    jax.jit(graph.fn)(graph.state, np.ones(3))
+    seen["exported"] = jax.config.jax_enable_x64
+    print(json.dumps(seen))
+    """
+)
+
+
+@pytest.mark.parametrize("flag", ["unset", "True", "inside"])
+def test_importing_and_using_aejax_leaves_jax_enable_x64_as_the_user_set_it(flag):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("JAX_ENABLE_X64", None)
+    done = subprocess.run(
+        [sys.executable, "-c", FLAG_PROGRAM, flag], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == dict.fromkeys(seen, flag == "True")
+
+
+def test_a_float64_graph_computes_in_float64_with_x64_off():
+    x = at.dscalar("x")
+    with disable_x64():
+        (got,) = assert_matches_reference([x], x + 1e-10, 1.0, rtol=0)
+        device = aesara.function([x], x + 1e-10, mode="AEJAX_DEVICE")(1.0)
+        by_keyword = aesara.function([x], x + 1e-10, mode="AEJAX")(x=1.0)  # Aesara's own call path
+        assert not jax.config.jax_enable_x64
+    assert float(got) - 1.0 == (1.0 + 1e-10) - 1.0  # float32 holds no value between 1 and 1 + 1.2e-7
+    assert device.dtype == np.float64 and float(device) == float(got) == float(by_keyword)
+
+
+def test_a_float64_scan_computes_in_float64_with_x64_off():
+    x = at.dscalar("x")
+    steps, _ = aesara.scan(lambda h: h + 1e-10, outputs_info=x, n_steps=5)
+    with disable_x64():
+        (got,) = assert_matches_reference([x], steps[-1], 1.0, rtol=0)
+    assert float(got) - 1.0 == pytest.approx(5e-10, rel=1e-6)
+
+
+def test_a_float64_shared_variable_updated_with_x64_off_keeps_float64_precision():
+    total = aesara.shared(np.float64(1.0), name="total")
+    step = aesara.function([], [], updates={total: total + 1e-10}, mode="AEJAX")
+    with disable_x64():
+        for _ in range(3):
+            step()
+    value = total.get_value()
+    assert value.dtype == np.float64
+    np.testing.assert_allclose(value - 1.0, 3e-10, rtol=1e-6)
+    assert aesara.function([], total * 1, mode=REFERENCE)() == value  # the reference backend reads it
+
+
+def float32_layer():
+    X, W = at.fmatrix("X"), at.fmatrix("W")
+    return [X, W], at.tanh(X @ W).sum()
+
+
+def test_a_float32_graph_for_an_accelerator_computes_without_x64():
+    inputs, loss = float32_layer()
+    f = aesara.function(inputs, loss, mode="AEJAX")
+    assert program_x64(f.maker.fgraph, None, backend="tpu") is False
+    assert program_x64(f.maker.fgraph, None, backend="cpu") is True  # Aesara's float64 accumulator, as in C
+    assert program_x64(f.maker.fgraph, True, backend="tpu") is True
+
+
+def test_a_float64_value_in_a_scan_step_makes_the_program_compute_with_x64():
+    x = at.fvector("x")
+    steps, _ = aesara.scan(lambda h: at.cast(at.cast(h, "float64") * 1.5, "float32"), outputs_info=x, n_steps=3)
+    f = aesara.function([x], steps[-1], mode="AEJAX")
+    assert all(var.type.dtype != "float64" for var in f.maker.fgraph.variables)
+    assert program_x64(f.maker.fgraph, None, backend="tpu") is True
+
+
+def test_the_program_of_a_float32_graph_without_x64_holds_no_float64_operation():
+    inputs, loss = float32_layer()
+    args = (np.ones((4, 3), np.float32), np.ones((3, 2), np.float32))
+    f = aesara.function(inputs, loss, mode=X32)
+    assert f.x64 is False
+    np.testing.assert_allclose(f(*args), np.tanh(3.0) * 8, rtol=1e-6)
+    program = f.vm.jit_fn.shortcut().program
+    with disable_x64():
+        text = program.lower(*args).as_text()
+    assert "f32" in text and "f64" not in text
+
+
+def test_on_the_cpu_a_float32_sum_accumulates_in_float64_without_a_conditional_in_the_program():
+    v = at.fvector("v")
+    f = aesara.function([v], v.sum(), mode="AEJAX")
+    values = np.full(10, 0.1, np.float32)
+    f(values)
+    assert f.x64 is True
+    with enable_x64(True):
+        lowered = f.vm.jit_fn.shortcut().program.lower(values)
+        assert "f64" in lowered.as_text()
+        assert "conditional" not in lowered.compile().as_text()  # the platform's branch was chosen while lowering
+
+
+@pytest.mark.parametrize(("reduce", "in_jax"), [(at.sum, jnp.sum), (at.mean, jnp.mean)], ids=["sum", "mean"])
+def test_a_float32_reduction_on_the_cpu_is_the_reference_backends_float64_accumulation(reduce, in_jax):
+    v = at.fvector("v")
+    values = np.full(10**6, 0.1, np.float32)
+    expected = aesara.function([v], reduce(v), mode=REFERENCE)(values)
+    assert_matches_reference([v], reduce(v), values, rtol=0)
+    in_float32 = aesara.function([v], reduce(v), mode=X32)(values)
+    with disable_x64():
+        assert in_float32 == jax.jit(in_jax)(values)  # JAX's own float32 accumulation
+    assert in_float32.dtype == np.float32 and in_float32 != expected
+
+
+def test_with_x64_survives_including_excluding_clone_and_pickling():
+    assert aejax.linker.mode.x64 is None
+    for asked in (True, False, None):
+        mode = aejax.linker.mode.with_x64(asked)
+        assert mode.x64 is asked and aejax.linker.mode.x64 is None
+        for derived in (
+            mode.including("fast_run"),
+            mode.excluding("fusion"),
+            mode.clone(),
+            pickle.loads(pickle.dumps(mode)),
+        ):
+            assert derived.x64 is asked
+    device = aejax.linker.device_mode.with_x64(False)
+    assert isinstance(device, AejaxDeviceMode) and device.x64 is False
+    x = at.dvector("x")
+    first, second = (FunctionGraph([x], [x * n]) for n in (2, 3))
+    assert device.linker.clone().accept(first).accept(second).x64 is False  # a linker Aesara makes anew
+    with pytest.raises(TypeError, match="with_x64"):
+        aejax.linker.mode.with_x64("yes")
+
+
+def test_a_mode_asking_for_x64_gives_a_float32_graph_float64_accumulation_on_any_backend():
+    v = at.fvector("v")
+    f = aesara.function([v], v.sum(), mode=aejax.linker.mode.with_x64(True))
+    assert f.x64 is True
+    g = aesara.function([v], v.sum(), mode=aejax.linker.device_mode.with_x64(False).excluding("fusion"))
+    assert g.x64 is False and isinstance(g(np.ones(3, np.float32)), jax.Array)
+
+
+def test_without_x64_64_bit_inputs_are_narrowed_and_outputs_widened_to_their_types():
+    v, i = at.fvector("v"), at.lscalar("i")
+    f = aesara.function([v, i], [v[i], i + 1], mode=X32)
+    values = np.arange(4, dtype=np.float32)
+    for _ in range(3):  # the first call, and the calls after it
+        element, following = f(values, 2)
+        assert element.dtype == np.float32 and element == 2.0
+        assert following.dtype == np.int64 and following == 3
+    with pytest.raises(InputValueError, match="input 'i'.*outside int32"):
+        f(values, 2**40)
+
+
+def test_a_float64_shared_variable_updated_by_a_program_without_x64_keeps_its_dtype():
+    weights = aesara.shared(np.zeros(3), name="weights")
+    step = aesara.function([], weights.sum(), updates={weights: weights + 1.5}, mode=X32)
+    with enable_x64(True):
+        for _ in range(2):
+            total = step()
+    assert total.dtype == np.float64 and total == 1.5 * 3
+    assert weights.get_value().dtype == np.float64
+    np.testing.assert_array_equal(aesara.function([], weights * 1, mode=REFERENCE)(), [3.0, 3.0, 3.0])
+
+
+def test_the_switch_is_this_threads_only():
+    x = at.dvector("x")
+    f = aesara.function([x], x + 1e-10, mode="AEJAX")
+    seen, results = [], []
+
+    def call_without_x64():
+        with disable_x64():
+            results.extend(float(f(np.ones(1))[0]) for _ in range(200))
+            seen.append(jax.config.jax_enable_x64)
+
+    before = jax.config.jax_enable_x64
+    threads = [threading.Thread(target=call_without_x64) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    flags = [jax.config.jax_enable_x64 for _ in range(2000)]  # this thread's setting, read meanwhile
+    for thread in threads:
+        thread.join()
+    assert set(flags) == {before} and seen == [False] * 4
+    assert set(results) == {1.0 + 1e-10}
