@@ -154,21 +154,26 @@ def rnn_gradient(
 
 
 def mit_sot(steps: int) -> Workload:
-    init = at.dvector("init")
+    """The mit-sot recurrence ``y_t = (y_{t-1} + y_{t-3}) * a`` from three initial values, ``a`` an input."""
+    init, a = at.dvector("init"), at.dscalar("a")
     trace, _ = aesara.scan(
-        lambda x1, x3: 0.6 * x1 - 0.2 * x3 + 0.1, outputs_info=[dict(initial=init, taps=[-1, -3])], n_steps=steps
+        lambda x1, x3, a: (x1 + x3) * a,
+        outputs_info=[dict(initial=init, taps=[-1, -3])],
+        non_sequences=a,
+        n_steps=steps,
     )
-    start = np.array([0.1, 0.2, 0.3])
+    args = (np.array([0.1, 0.2, 0.3]), np.float64(0.5))
 
     @jax.jit
-    def hand(init: Any) -> Any:
-        def step(window: Any, _: Any) -> tuple[Any, Any]:
-            new = 0.6 * window[2] - 0.2 * window[0] + 0.1
-            return jnp.concatenate([window[1:], new[None]]), new
+    def hand(init: Any, a: Any) -> Any:
+        def step(window: tuple[Any, Any, Any], _: Any) -> tuple[tuple[Any, Any, Any], Any]:
+            oldest, middle, last = window
+            new = (last + oldest) * a
+            return (middle, last, new), new
 
-        return lax.scan(step, init, length=steps)[1]
+        return lax.scan(step, (init[0], init[1], init[2]), length=steps)[1]
 
-    return Workload("mit-sot taps [-1,-3]", 1.2, [init], trace, None, (start,), hand, (start,))
+    return Workload("mit-sot taps [-1,-3]", 1.2, [init, a], trace, None, args, hand, args)
 
 
 def random_walk(steps: int) -> Workload:
@@ -192,6 +197,7 @@ def random_walk(steps: int) -> Workload:
 
 
 def newton_until(max_steps: int, size: int = 1000) -> Workload:
+    """Newton's square root of ``size`` values until it settles: the last iterate and the number of steps taken."""
     a = at.dvector("a")
 
     def step(x: Any, a: Any) -> Any:
@@ -212,9 +218,11 @@ def newton_until(max_steps: int, size: int = 1000) -> Workload:
             new = 0.5 * (x + a / x)
             return i + 1, new, jnp.max(jnp.abs(new - x)) < 1e-12
 
-        return lax.while_loop(cond, body, (0, jnp.ones_like(a), False))[1]
+        steps, last, _ = lax.while_loop(cond, body, (0, jnp.ones_like(a), False))
+        return last, steps
 
-    return Workload("until-loop (Newton sqrt)", 1.3, [a], trace[-1], None, (values,), hand, (values,))
+    outputs = [trace[-1], trace.shape[0]]
+    return Workload("until-loop (Newton sqrt)", 1.5, [a], outputs, None, (values,), hand, (values,))
 
 
 class KeyedJax:
@@ -498,10 +506,15 @@ def nuts_workload(name: str, setup: NutsSetup) -> Workload:
     )
 
 
+def gaussian_setup(transitions: int, step_size: float = 0.25, seed: int = 7) -> NutsSetup:
+    """The NUTS setup of the 2-D correlated Gaussian, with the settings of `nuts_gaussian`."""
+    potential = lambda q: -gaussian_logprob(q)  # noqa: E731
+    return NutsSetup(gaussian_logprob, potential, transitions, step_size, 2, seed)
+
+
 def nuts_gaussian(transitions: int, step_size: float = 0.25, seed: int = 7) -> Workload:
     """NUTS on the 2-D correlated Gaussian: ``transitions`` transitions per call."""
-    potential = lambda q: -gaussian_logprob(q)  # noqa: E731
-    return nuts_workload("NUTS 2-D Gaussian", NutsSetup(gaussian_logprob, potential, transitions, step_size, 2, seed))
+    return nuts_workload("NUTS 2-D Gaussian", gaussian_setup(transitions, step_size, seed))
 
 
 def logistic_data(points: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -539,8 +552,20 @@ def nuts_regression(
     seed: int,
 ) -> Workload:
     """NUTS on the logistic regression of `logistic_data` whose log-density ``logprob_of(X, y)`` builds."""
+    return nuts_workload(name, regression_setup(logprob_of, transitions, step_size, seed))
+
+
+def regression_setup(
+    logprob_of: Callable[[np.ndarray, np.ndarray], Callable[[Any], Any]], transitions: int, step_size: float, seed: int
+) -> NutsSetup:
+    """The NUTS setup of the logistic regression of `logistic_data`, its log-density built by ``logprob_of(X, y)``."""
     X, y = logistic_data()
-    return nuts_workload(name, NutsSetup(logprob_of(X, y), logistic_potential(X, y), transitions, step_size, 3, seed))
+    return NutsSetup(logprob_of(X, y), logistic_potential(X, y), transitions, step_size, 3, seed)
+
+
+def logistic_setup(transitions: int, step_size: float = 0.15, seed: int = 3) -> NutsSetup:
+    """The NUTS setup of the aeppl logistic regression, with the settings of `nuts_logistic`."""
+    return regression_setup(logistic_logprob, transitions, step_size, seed)
 
 
 def nuts_logistic(transitions: int, step_size: float = 0.15, seed: int = 3) -> Workload:

@@ -1,0 +1,460 @@
+"""Many chains of NUTS, aejax against NumPyro, exported to run where Aesara cannot be installed (issue #36).
+
+``build`` traces one chain of aehmc's NUTS (through `aejax.linker.jaxify`) and
+one of NumPyro's, each as ``(key_data, q0) -> (new_key_data, positions,
+acceptance)`` vmapped over a symbolic number of chains, and serializes them
+with `jax.export` for the CPU and the TPU, in 32 bits. ``chains_runner.py``
+runs them with JAX alone; ``table`` turns its results into tables, and ``ops``
+shows the batched gathers and scatters of each program exported for each
+platform alone, counted while building.
+
+    python benchmarks/many_chains.py build --out .device/programs
+    python benchmarks/chains_runner.py .device/programs --out cpu.json --max-chains 64
+    python benchmarks/many_chains.py table cpu.json tpu.json [--rst]
+    python benchmarks/many_chains.py ops .device/programs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import export as jax_export
+from jax.experimental import disable_x64
+
+CHAIN_COUNTS = (1, 64, 1024, 8192)
+TRANSITIONS = 200
+PLATFORMS = ("cpu", "tpu")
+BURN_IN = 50
+"""Transitions left out of the mean position the runner checks."""
+IMPLEMENTATIONS = ("aejax", "numpyro")
+MANIFEST = "manifest.json"
+FLATBUFFERS_COPY = "flatbuffers_pkg"
+"""The folder of the program directory holding a copy of the pure-Python ``flatbuffers`` package."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A NUTS target as issue #36 names it, with the `workloads` builder of its setup and its true mean."""
+
+    name: str
+    setup_name: str
+    """The name of the `workloads` function that builds its ``NutsSetup`` from a number of transitions."""
+    true_mean: Callable[[], np.ndarray]
+
+
+@dataclass
+class ChainProgram:
+    """One chain of one implementation on one target: ``chain(key_data, q0) -> (key_data, positions, acceptance)``.
+
+    ``keys`` are the typed PRNG keys that ``key_data`` holds the data of, one
+    row each; every chain gets its own split of each.
+    """
+
+    target: Target
+    implementation: str
+    chain: Callable[[Any, Any], tuple[Any, Any, Any]]
+    keys: list[Any]
+    dims: int
+    transitions: int
+    step_size: float
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.implementation}-{self.target.name}"
+
+
+def _workloads() -> Any:
+    """The `workloads` module, imported only to build: ``table`` and ``ops`` run without Aesara."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import workloads
+
+    return workloads
+
+
+def gaussian_mean() -> np.ndarray:
+    """The 2-D Gaussian's mean."""
+    return np.array([1.0, -2.0])
+
+
+@cache
+def logistic_mean(points_per_axis: int = 48, chunk: int = 8192) -> np.ndarray:
+    """The logistic regression's posterior mean, integrated on a grid around its mode.
+
+    The grid spans 7 standard deviations of the Laplace approximation each
+    way along its principal axes, fine enough for four digits.
+    """
+    X, y = _workloads().logistic_data()
+
+    def gradient_and_hessian(beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p = 1 / (1 + np.exp(-X @ beta))
+        return X.T @ (y - p) - beta, -(X.T * (p * (1 - p))) @ X - np.eye(len(beta))
+
+    mode = np.zeros(X.shape[1])
+    for _ in range(30):
+        gradient, hessian = gradient_and_hessian(mode)
+        mode = mode - np.linalg.solve(hessian, gradient)
+    variances, axes = np.linalg.eigh(np.linalg.inv(-gradient_and_hessian(mode)[1]))
+    offsets = np.linspace(-7, 7, points_per_axis)
+    grid = np.stack(np.meshgrid(*[offsets] * X.shape[1], indexing="ij"), -1).reshape(-1, X.shape[1])
+    betas = mode + (grid * np.sqrt(variances)) @ axes.T
+    logdensity = np.concatenate(
+        [_logistic_logdensity(X, y, part) for part in np.array_split(betas, len(betas) // chunk)]
+    )
+    weights = np.exp(logdensity - logdensity.max())
+    return weights @ betas / weights.sum()
+
+
+def _logistic_logdensity(X: np.ndarray, y: np.ndarray, betas: np.ndarray) -> np.ndarray:
+    """The unnormalized log posterior of each row of ``betas``."""
+    z = betas @ X.T
+    return (y * z - np.logaddexp(0, z)).sum(1) - 0.5 * (betas**2).sum(1)
+
+
+TARGETS = {
+    "gaussian": Target("gaussian", "gaussian_setup", gaussian_mean),
+    "logistic": Target("logistic", "logistic_setup", logistic_mean),
+}
+
+
+def aejax_program(target: Target, transitions: int) -> ChainProgram:
+    """aehmc's NUTS chain of `workloads.nuts_chain`, through `jaxify`, as a `ChainProgram`.
+
+    The graph's state holds several generators; ``key_data`` has one row for
+    each, in the state's order, and is wrapped back with each key's own
+    implementation.
+    """
+    from aejax.linker import jaxify
+
+    workloads = _workloads()
+    setup = getattr(workloads, target.setup_name)(transitions)
+    inputs, outputs, updates = workloads.nuts_chain(setup.logprob, transitions, setup.step_size, setup.dims, setup.seed)
+    # Lowered, as it is traced, in 32 bits (aejax lowers a graph in the precision JAX has when it is exported).
+    with disable_x64():
+        graph = jaxify(inputs, outputs, updates)
+    names = list(graph.state)
+    impls = [jax.random.key_impl(graph.state[name]) for name in names]
+
+    def chain(key_data: Any, q0: Any) -> tuple[Any, Any, Any]:
+        state = {
+            name: jax.random.wrap_key_data(key_data[i], impl=impl) for i, (name, impl) in enumerate(zip(names, impls))
+        }
+        (positions, acceptance), new_state = graph.fn(state, q0)
+        return jnp.stack([jax.random.key_data(new_state[name]) for name in names]), positions, acceptance
+
+    keys = [graph.state[name] for name in names]
+    return ChainProgram(target, "aejax", chain, keys, setup.dims, transitions, setup.step_size, setup.seed)
+
+
+def numpyro_program(target: Target, transitions: int) -> ChainProgram:
+    """NumPyro's NUTS chain of `workloads.numpyro_nuts` as a `ChainProgram`: one key, so ``key_data`` has one row."""
+    workloads = _workloads()
+    setup = getattr(workloads, target.setup_name)(transitions)
+    # NumPyro builds its template state eagerly: in 32 bits only if built so.
+    with disable_x64():
+        keyed = workloads.numpyro_nuts(setup.potential, transitions, setup.step_size, setup.dims, setup.seed)
+    if keyed is None:
+        raise RuntimeError("NumPyro is not installed: pip install '.[bench]'")
+
+    def chain(key_data: Any, q0: Any) -> tuple[Any, Any, Any]:
+        new_key_data, (positions, acceptance) = keyed.step(key_data[0], q0)
+        return new_key_data[None], positions, acceptance
+
+    keys = [jax.random.key(setup.seed)]
+    return ChainProgram(target, "numpyro", chain, keys, setup.dims, transitions, setup.step_size, setup.seed)
+
+
+BUILDERS = {"aejax": aejax_program, "numpyro": numpyro_program}
+
+
+def make_programs(
+    targets: Sequence[str] = tuple(TARGETS),
+    transitions: int = TRANSITIONS,
+    implementations: Sequence[str] = IMPLEMENTATIONS,
+) -> list[ChainProgram]:
+    """The chain programs of ``targets`` and ``implementations``."""
+    with warnings.catch_warnings():
+        # aejax warns of each check the exported program cannot raise.
+        warnings.simplefilter("ignore", UserWarning)
+        return [BUILDERS[impl](TARGETS[name], transitions) for name in targets for impl in implementations]
+
+
+def batched(program: ChainProgram) -> Callable[[Any, Any], tuple[Any, Any, Any]]:
+    """``program``'s chain vmapped over the leading axis of both arguments: one chain a row."""
+    return jax.vmap(program.chain)
+
+
+def input_specs(program: ChainProgram, chains: int | None) -> tuple[jax.ShapeDtypeStruct, jax.ShapeDtypeStruct]:
+    """The shapes of ``(key_data, q0)`` for ``chains`` chains, or a symbolic number for ``None``, in 32 bits."""
+    batch = jax_export.symbolic_shape("chains") if chains is None else (chains,)
+    key_shape = jax.random.key_data(program.keys[0]).shape
+    return (
+        jax.ShapeDtypeStruct((*batch, len(program.keys), *key_shape), jnp.uint32),
+        jax.ShapeDtypeStruct((*batch, program.dims), jnp.float32),
+    )
+
+
+def export_program(
+    program: ChainProgram, chains: int | None = None, platforms: Sequence[str] = PLATFORMS
+) -> jax_export.Exported:
+    """``program`` vmapped and exported for ``platforms`` in 32 bits; ``chains=None`` leaves the chain count symbolic.
+
+    The graph is float64 (aehmc makes float64 values itself); tracing it
+    with x64 off computes it all in 32 bits.
+    """
+    with warnings.catch_warnings(), disable_x64():
+        warnings.simplefilter("ignore", UserWarning)
+        return jax_export.export(jax.jit(batched(program)), platforms=platforms)(*input_specs(program, chains))
+
+
+def platform_op_counts(program: ChainProgram) -> dict[str, dict[str, int]]:
+    """`count_ops` of ``program`` exported for each of `PLATFORMS` alone.
+
+    A program exported for several platforms holds each one's choices
+    (`aejax.linker.dispatch.rows` picks selects or scatters per platform).
+    """
+    return {platform: count_ops(export_program(program, platforms=[platform]).mlir_module()) for platform in PLATFORMS}
+
+
+def chain_key_data(program: ChainProgram, chains: int) -> np.ndarray:
+    """The initial ``key_data`` of ``chains`` chains: each of the program's keys split ``chains`` ways."""
+    rows = [np.asarray(jax.random.key_data(jax.random.split(key, chains))) for key in program.keys]
+    return np.stack(rows, axis=1)
+
+
+def describe(spec: jax.ShapeDtypeStruct, name: str) -> dict[str, Any]:
+    """``spec`` in the manifest: a name, the shape with the symbolic chain count as a string, the dtype."""
+    return {"name": name, "shape": [d if isinstance(d, int) else str(d) for d in spec.shape], "dtype": str(spec.dtype)}
+
+
+def write_program(program: ChainProgram, out: Path, chain_counts: Sequence[int]) -> dict[str, Any]:
+    """Export and serialize ``program`` with its initial key data for ``chain_counts``; its manifest entry."""
+    start = time.perf_counter()
+    exported = export_program(program)
+    serialized = exported.serialize()
+    file = f"{program.name}.jaxexport"
+    (out / file).write_bytes(serialized)
+    keys_file = f"{program.name}.keys.npz"
+    np.savez_compressed(out / keys_file, **{f"chains_{n}": chain_key_data(program, n) for n in chain_counts})
+    return {
+        "name": program.name,
+        "target": program.target.name,
+        "implementation": program.implementation,
+        "file": file,
+        "keys_file": keys_file,
+        "chains": list(chain_counts),
+        "platforms": list(exported.platforms),
+        "inputs": [describe(spec, name) for spec, name in zip(exported.in_avals, ("key_data", "q0"))],
+        "outputs": [describe(aval, n) for aval, n in zip(exported.out_avals, ("key_data", "positions", "acceptance"))],
+        "transitions": program.transitions,
+        "dims": program.dims,
+        "step_size": program.step_size,
+        "seed": program.seed,
+        "true_mean": program.target.true_mean().tolist(),
+        "burn_in": min(BURN_IN, program.transitions // 2),
+        "bytes": len(serialized),
+        "build_s": round(time.perf_counter() - start, 2),
+        "ops": platform_op_counts(program),
+    }
+
+
+def copy_flatbuffers(out: Path) -> None:
+    """Copy the installed pure-Python ``flatbuffers`` into ``out``, for a runner on a machine that lacks it."""
+    import flatbuffers
+
+    destination = out / FLATBUFFERS_COPY / "flatbuffers"
+    shutil.rmtree(destination, ignore_errors=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(Path(flatbuffers.__file__).parent, destination, ignore=ignore)
+
+
+def write_programs(programs: Sequence[ChainProgram], out: Path, chain_counts: Sequence[int] = CHAIN_COUNTS) -> dict:
+    """Write ``programs``, the ``flatbuffers`` copy and the manifest into ``out``; the manifest."""
+    out.mkdir(parents=True, exist_ok=True)
+    copy_flatbuffers(out)
+    entries = []
+    for program in programs:
+        entries.append(write_program(program, out, chain_counts))
+        print(f"{program.name}: {entries[-1]['bytes']} bytes in {entries[-1]['build_s']} s", flush=True)
+    manifest = {
+        "jax_version": jax.__version__,
+        "aejax": aejax_source(),
+        "chain_counts": list(chain_counts),
+        "programs": entries,
+    }
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+def aejax_source() -> dict[str, Any]:
+    """Where the aejax that built the programs came from: its folder, the commit there and the files changed since."""
+    import aejax.linker
+
+    folder = Path(aejax.linker.__file__).resolve().parent
+    source: dict[str, Any] = {"linker": str(folder)}
+    try:
+        git = ["git", "-C", str(folder)]
+        source["commit"] = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+        status = subprocess.run([*git, "status", "--porcelain", "."], capture_output=True, text=True).stdout
+        source["changed"] = [line[3:] for line in status.splitlines()]
+    except OSError:  # no git: the folder is all there is to say
+        pass
+    return source
+
+
+def folder_bytes(folder: Path) -> int:
+    """The size of every file under ``folder``."""
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+def build(args: argparse.Namespace) -> None:
+    """The ``build`` subcommand."""
+    programs = make_programs(args.targets, args.transitions, args.implementations)
+    write_programs(programs, args.out, args.chains)
+    print(f"{args.out}: {folder_bytes(args.out) / 2**20:.2f} MiB in all")
+
+
+OP_PATTERNS = {
+    "gathers": r'"?stablehlo\.(?:dynamic_)?gather"?\(',
+    "batched gathers": r"operand_batching_dims",
+    "scatters": r'"?stablehlo\.scatter"?\(',
+    "batched scatters": r"input_batching_dims",
+    "dynamic slices": r'"?stablehlo\.dynamic_slice"?\(',
+    "dynamic update slices": r'"?stablehlo\.dynamic_update_slice"?\(',
+    "while loops": r'"?stablehlo\.while"?\(',
+}
+
+
+def count_ops(module: str) -> dict[str, int]:
+    """How often each of `OP_PATTERNS` occurs in the text of a StableHLO module."""
+    return {name: len(re.findall(pattern, module)) for name, pattern in OP_PATTERNS.items()}
+
+
+def ops(args: argparse.Namespace) -> None:
+    """The ``ops`` subcommand: the gathers and scatters of each program on each platform, batched ones apart."""
+    manifest = json.loads((args.dir / MANIFEST).read_text())
+    print("| program | platform | " + " | ".join(OP_PATTERNS) + " |")
+    print("|---" * (len(OP_PATTERNS) + 2) + "|")
+    for entry in manifest["programs"]:
+        for platform, counts in entry["ops"].items():
+            print(f"| {entry['name']} | {platform} | " + " | ".join(str(counts[name]) for name in OP_PATTERNS) + " |")
+
+
+def result_rows(results: dict) -> list[dict[str, Any]]:
+    """One row per target and chain count of a runner's results: both implementations side by side."""
+    timed: dict[tuple[str, int], dict[str, dict]] = {}
+    for run in results["programs"]:
+        timed.setdefault((run["target"], run["chains"]), {})[run["implementation"]] = run
+    rows = []
+    for (target, chains), runs in sorted(timed.items(), key=lambda item: (item[0][0], item[0][1])):
+        row: dict[str, Any] = {"target": target, "chains": chains}
+        for impl in IMPLEMENTATIONS:
+            run = runs.get(impl, {})
+            ms = run.get("median_ms")
+            row[f"{impl} ms"] = ms
+            row[f"{impl} chain-transitions/s"] = chains * run["transitions"] / ms * 1000 if ms else None
+            first = run.get("compile_s"), run.get("first_run_s")
+            row[f"{impl} compile+first s"] = sum(first) if None not in first else None
+        a, n = row["aejax ms"], row["numpyro ms"]
+        row["aejax/NumPyro"] = a / n if a and n else None
+        rows.append(row)
+    return rows
+
+
+COLUMNS = (
+    "target",
+    "chains",
+    "aejax ms",
+    "numpyro ms",
+    "aejax/NumPyro",
+    "aejax chain-transitions/s",
+    "numpyro chain-transitions/s",
+    "aejax compile+first s",
+    "numpyro compile+first s",
+)
+
+
+def column_title(column: str) -> str:
+    """A column's title, with the implementations as their projects spell them."""
+    return column.replace("numpyro", "NumPyro")
+
+
+def cell(value: Any) -> str:
+    """A table cell: numbers to three significant digits, large ones whole, missing ones as a dash."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    return str(value)
+
+
+def platform_title(results: dict) -> str:
+    """The platform of a runner's results: backend, device kind and JAX version."""
+    return f"{results['platform']} ({results['device_kind']}), JAX {results['jax_version']}"
+
+
+def markdown_table(results: dict) -> str:
+    """A markdown table of a runner's results, with its platform as a heading."""
+    header = "| " + " | ".join(column_title(c) for c in COLUMNS) + " |"
+    lines = [f"### {platform_title(results)}", "", header, "|---" * len(COLUMNS) + "|"]
+    lines += ["| " + " | ".join(cell(row[c]) for c in COLUMNS) + " |" for row in result_rows(results)]
+    return "\n".join(lines)
+
+
+def rst_table(results: dict) -> str:
+    """An RST list-table of a runner's results, titled with its platform."""
+    lines = [f".. list-table:: {platform_title(results)}", "   :header-rows: 1", ""]
+    for row in [{c: column_title(c) for c in COLUMNS}] + result_rows(results):
+        lines.append("   * - " + cell(row[COLUMNS[0]]))
+        lines += [f"     - {cell(row[c])}" for c in COLUMNS[1:]]
+    return "\n".join(lines)
+
+
+def table(args: argparse.Namespace) -> None:
+    """The ``table`` subcommand: one table per results file, so per platform."""
+    render = rst_table if args.rst else markdown_table
+    print("\n\n".join(render(json.loads(Path(path).read_text())) for path in args.results))
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    build_parser = commands.add_parser("build", help="export the programs into a folder")
+    build_parser.add_argument("--out", type=Path, required=True)
+    build_parser.add_argument("--targets", nargs="+", choices=list(TARGETS), default=list(TARGETS))
+    build_parser.add_argument("--implementations", nargs="+", choices=IMPLEMENTATIONS, default=list(IMPLEMENTATIONS))
+    build_parser.add_argument("--chains", nargs="+", type=int, default=list(CHAIN_COUNTS))
+    build_parser.add_argument("--transitions", type=int, default=TRANSITIONS)
+    build_parser.set_defaults(run=build)
+    table_parser = commands.add_parser("table", help="tables of the runner's results")
+    table_parser.add_argument("results", nargs="+")
+    table_parser.add_argument("--rst", action="store_true")
+    table_parser.set_defaults(run=table)
+    ops_parser = commands.add_parser("ops", help="count the batched gathers and scatters of the exported programs")
+    ops_parser.add_argument("dir", type=Path)
+    ops_parser.set_defaults(run=ops)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()
