@@ -122,12 +122,12 @@ def _selected_roll(buffer: Any, shift: Any) -> Any:
 def per_chain(dynamic: Callable[..., Any], selected: Callable[..., Any]) -> Callable[..., Any]:
     """``dynamic(buffer, position, *rest)``, batched by ``selected`` where the position differs per chain.
 
-    Under ``vmap`` with a position the chains share, every argument keeps its
-    own batching and ``dynamic`` is vmapped (a dynamic slice of the batched
-    buffer). With a position per chain, every argument is given a chain axis,
-    and ``selected`` is vmapped (elementwise) on an accelerator and for a
-    buffer of at most `CPU_SELECT_MOST_ELEMENTS` elements per chain on the
-    CPU; ``dynamic`` is vmapped (a gather or a scatter) on the CPU otherwise.
+    Under ``vmap`` every argument keeps its own batching. With a position the
+    chains share, ``dynamic`` is vmapped (a dynamic slice of each chain's
+    buffer). With a position per chain, ``selected`` is vmapped (elementwise)
+    on an accelerator and for a buffer of at most `CPU_SELECT_MOST_ELEMENTS`
+    elements per chain on the CPU; ``dynamic`` is vmapped (a gather or a
+    scatter) on the CPU otherwise.
     The jvp is ``dynamic`` applied to the tangents: both functions are linear
     in the buffer and the rest.
     """
@@ -135,14 +135,14 @@ def per_chain(dynamic: Callable[..., Any], selected: Callable[..., Any]) -> Call
 
     @batched.def_vmap
     def rule(axis_size: Any, in_batched: list[bool], buffer: Any, position: Any, *rest: Any) -> tuple[Any, bool]:
-        args = (buffer, position, *rest)
+        axes = [0 if b else None for b in in_batched]
+        by_slices = jax.vmap(dynamic, in_axes=axes)
         if not in_batched[1]:
-            return jax.vmap(dynamic, in_axes=[0 if b else None for b in in_batched])(*args), True
-        args = tuple(a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a))) for a, b in zip(args, in_batched))
-        by_selects, by_slices = jax.vmap(selected), jax.vmap(dynamic)
+            return by_slices(buffer, position, *rest), True
+        by_selects = jax.vmap(selected, in_axes=axes)
         if math.prod(jnp.shape(buffer)[1:] if in_batched[0] else jnp.shape(buffer)) <= CPU_SELECT_MOST_ELEMENTS:
-            return by_selects(*args), True
-        return lax.platform_dependent(*args, cpu=by_slices, default=by_selects), True
+            return by_selects(buffer, position, *rest), True
+        return lax.platform_dependent(buffer, position, *rest, cpu=by_slices, default=by_selects), True
 
     differentiable = jax.custom_jvp(batched)
 
