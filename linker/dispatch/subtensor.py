@@ -273,14 +273,28 @@ def _inc_subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., An
 
 def selects_a_row(x: Any, indices: tuple[Any, ...]) -> bool:
     """Whether ``indices`` start with a traced integer scalar into the first axis of ``x``, a buffer small
-    enough for selects (`aejax.linker.dispatch.rows`): under ``vmap`` the position may differ per chain."""
+    enough for selects (`aejax.linker.dispatch.rows`): under ``vmap`` the position may differ per chain.
+
+    The other indices must be slices or integer scalars: with an array among
+    them, numpy's advanced indexing may put the indexed axes first
+    (``x[i, :, [0, 1]]`` is not ``x[i][:, [0, 1]]``).
+    """
     first = indices[0] if indices else None
     return (
-        is_traced(first)
-        and jnp.ndim(first) == 0
-        and jnp.issubdtype(jnp.result_type(first), jnp.integer)
+        _integer_scalar(first)
+        and is_traced(first)
+        and all(isinstance(i, slice) or _integer_scalar(i) for i in indices[1:])
         and jnp.ndim(x) > 0
         and by_select(x)
+    )
+
+
+def _integer_scalar(index: Any) -> bool:
+    return (
+        index is not None
+        and not isinstance(index, slice)
+        and jnp.ndim(index) == 0
+        and jnp.issubdtype(jnp.result_type(index), jnp.integer)
     )
 
 

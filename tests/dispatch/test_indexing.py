@@ -142,6 +142,17 @@ def test_slices_mixed_with_index_arrays_and_their_gradients():
     assert_matches_reference([m, t, idx], reads + gradients, *args)
 
 
+def test_a_traced_scalar_then_a_slice_then_an_index_array_put_the_indexed_axes_first():
+    """``t[i, :, [0, 1]]`` with ``i`` traced is numpy's advanced indexing: the indexed axes come first (shape
+    (2, 4)), unlike ``t[i][:, [0, 1]]``; ``t[i, [0, 2]]``, ``t[i, 1:, 2]`` and ``t[i]`` as well, into a buffer
+    small enough for selects."""
+    t, i = at.dtensor3("t"), at.lscalar("i")
+    reads = [t[i, :, [0, 1]], t[i, 1:3, [0, 1, 4]], t[i, [0, 2]], t[i, [0, 2], 1:3], t[i, 1:, 2], t[i]]
+    args = (np.arange(60.0).reshape(3, 4, 5),)
+    for value in (1, -1):
+        assert_matches_reference([t, i], reads + [aesara.grad((reads[0] ** 2).sum(), t)], *args, value)
+
+
 @pytest.mark.parametrize("rows", [slice(1, None), slice(-1, None), slice(3, -9, -1)], ids=["1:", "-1:", "3:-9:-1"])
 def test_rows_of_a_boolean_selection_sliced_then_indexed_by_an_array(rows):
     """``m[m[:, 0] > 3][rows, idx]``: the slice cuts the selected rows (of run-time number), not its buffer."""
