@@ -77,7 +77,7 @@ def _subtensor(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
         _require_concrete_masks(index_values, node)
         check_bounds(jnp.shape(x), indices, node)
         if selects_a_row(x, indices):
-            return row_at(x, inside(indices[0], jnp.shape(x)[0]))[static_slices(indices[1:])]
+            return row_at(x, from_end(jnp.shape(x)[0], indices[0]))[static_slices(indices[1:])]
         return indexable(x, index_values)[static_slices(indices)]
 
     return takes_run_time_lengths(
@@ -290,17 +290,7 @@ def selects_a_row(x: Any, indices: tuple[Any, ...]) -> bool:
 
 
 def _integer_scalar(index: Any) -> bool:
-    return (
-        index is not None
-        and not isinstance(index, slice)
-        and jnp.ndim(index) == 0
-        and jnp.issubdtype(jnp.result_type(index), jnp.integer)
-    )
-
-
-def inside(index: Any, size: int) -> Any:
-    """A checked ``index`` into an axis of ``size`` as a position from the start (a negative one counts from the end)."""
-    return jnp.where(index < 0, index + size, index)
+    return index is not None and not isinstance(index, slice) and jnp.ndim(index) == 0 and _dtype_kind(index) in "iu"
 
 
 def row_updated(x: Any, indices: tuple[Any, ...], y: Any, set_instead_of_inc: bool) -> Any:
@@ -309,7 +299,7 @@ def row_updated(x: Any, indices: tuple[Any, ...], y: Any, set_instead_of_inc: bo
     In numpy, on a copy: ``x[indices] = y`` (or ``+= y``); only the picked
     row changes, so duplicates cannot arise.
     """
-    position = inside(indices[0], x.shape[0])
+    position = from_end(x.shape[0], indices[0])
     row = updated_at(row_at(x, position), indices[1:], y, set_instead_of_inc, ignore_duplicates=False)
     return with_row_at(x, position, row)
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-import aesara.tensor as at
-import numpy as np
 from aesara.graph.basic import Variable
 from aesara.scan.op import Scan
 
@@ -146,26 +144,3 @@ def scan_like(
         allow_gc=op.allow_gc,
         strict=op.strict,
     )
-
-
-def counting_steps(op: Scan, outer_inputs: Sequence[Variable]) -> tuple[Scan, list[Variable]]:
-    """``op`` with one more shared state, last, that counts the steps run, and its outer inputs.
-
-    The new node's last output is that count (int64): the number of steps an
-    ``until`` loop ran, which its traces' lengths tell only when kept whole.
-    """
-    layout = ScanLayout.of(op)
-    seqs, mit_mots, sots, shared, non_seqs = layout.inner_inputs(op.inner_inputs)
-    mit_mot_outs, sot_outs, nit_sot_outs, shared_outs, until = layout.inner_outputs(op.inner_outputs)
-    count = at.lscalar("steps_run")
-    twin = scan_like(
-        op,
-        [*seqs, *mit_mots, *sots, *shared, count, *non_seqs],
-        [*mit_mot_outs, *sot_outs, *nit_sot_outs, *shared_outs, count + 1, *until],
-        info=replace(op.info, n_shared_outs=op.info.n_shared_outs + 1),
-    )
-    n_steps, outer_seqs, outer_mit_mots, outer_sots, outer_shared, sizes, outer_non_seqs = layout.outer_inputs(
-        outer_inputs
-    )
-    start = at.as_tensor_variable(np.int64(0))
-    return twin, [*n_steps, *outer_seqs, *outer_mit_mots, *outer_sots, *outer_shared, start, *sizes, *outer_non_seqs]

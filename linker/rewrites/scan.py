@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import aesara.tensor as at
@@ -35,7 +37,7 @@ from aesara.tensor.extra_ops import BroadcastTo
 from aesara.tensor.shape import Shape, Shape_i
 from aesara.tensor.subtensor import IncSubtensor, Subtensor, get_constant_idx
 
-from aejax.linker.graph.scan_layout import ScanLayout, counting_steps
+from aejax.linker.graph.scan_layout import ScanLayout, scan_like
 from aejax.linker.graph.value_bounds import ValuesWithin, within_bounds
 from aejax.linker.rewrites.shape import axis_length
 
@@ -218,6 +220,29 @@ def _read_of(read: TailRead, shrunk: Variable, width: int, steps: Variable, n_st
     if read.axis > 0:
         return shrunk.shape[read.axis]
     return at.cast(at.maximum(steps + (width - read.skipped), 0), read.variable.dtype)
+
+
+def counting_steps(op: Scan, outer_inputs: Sequence[Variable]) -> tuple[Scan, list[Variable]]:
+    """``op`` with one more shared state, last, that counts the steps run, and its outer inputs.
+
+    The new node's last output is that count (int64): the number of steps an
+    ``until`` loop ran, which its traces' lengths tell only when kept whole.
+    """
+    layout = ScanLayout.of(op)
+    seqs, mit_mots, sots, shared, non_seqs = layout.inner_inputs(op.inner_inputs)
+    mit_mot_outs, sot_outs, nit_sot_outs, shared_outs, until = layout.inner_outputs(op.inner_outputs)
+    count = at.lscalar("steps_run")
+    twin = scan_like(
+        op,
+        [*seqs, *mit_mots, *sots, *shared, count, *non_seqs],
+        [*mit_mot_outs, *sot_outs, *nit_sot_outs, *shared_outs, count + 1, *until],
+        info=replace(op.info, n_shared_outs=op.info.n_shared_outs + 1),
+    )
+    n_steps, outer_seqs, outer_mit_mots, outer_sots, outer_shared, sizes, outer_non_seqs = layout.outer_inputs(
+        outer_inputs
+    )
+    start = at.as_tensor_variable(np.int64(0))
+    return twin, [*n_steps, *outer_seqs, *outer_mit_mots, *outer_sots, *outer_shared, start, *sizes, *outer_non_seqs]
 
 
 class ScanSequencesUncut(NodeRewriter):

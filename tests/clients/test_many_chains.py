@@ -1,8 +1,6 @@
 """aehmc's NUTS exported with `jaxify` and vmapped over chains: no gather or scatter at a per-chain position,
 and each chain of the batch is the chain run alone with its key."""
 
-import re
-
 import aesara
 import aesara.tensor as at
 import jax
@@ -12,6 +10,7 @@ from aehmc import hmc, nuts
 from aesara.tensor.random.utils import RandomStream
 
 import aejax.linker
+from tests.stablehlo import batched_indexing
 
 PRECISION = np.linalg.inv(np.array([[1.0, 0.5], [0.5, 1.0]]))
 CHAINS = 3
@@ -50,11 +49,6 @@ def one_chain(graph):
         return outputs, [jax.random.key_data(state[name]) for name in names]
 
     return chain, [graph.state[name] for name in names]
-
-
-def batched_indexing(text):
-    """The gathers and scatters of a StableHLO module that index at positions that differ along a batch axis."""
-    return len(re.findall(r"operand_batching_dims = \[", text)) + len(re.findall(r"input_batching_dims = \[", text))
 
 
 def test_nuts_chains_under_vmap_index_no_buffer_per_chain_on_an_accelerator_and_match_single_chains():

@@ -1,8 +1,6 @@
 """Rows at run-time positions (`aejax.linker.dispatch.rows`): numpy's values, and no gather or scatter under vmap
 for a buffer small enough for selects."""
 
-import re
-
 import jax
 import jax.export
 import jax.numpy as jnp
@@ -10,6 +8,7 @@ import numpy as np
 import pytest
 
 from aejax.linker.dispatch.rows import SELECT_MOST_ROWS, by_select, rotated, row_at, with_row_at
+from tests.stablehlo import batched_indexing
 
 SMALL, MEDIUM, LARGE = 5, 9, SELECT_MOST_ROWS + 3
 """Row counts of 3-value buffers: read and written by selects at per-chain positions everywhere (at most
@@ -57,11 +56,9 @@ def test_rotated_is_numpy_roll(rows):
         same_bits(jax.jit(rotated)(values, shift), np.roll(values, -shift, axis=0))
 
 
-def batched_indexing(fn, platform, *args):
-    """The gathers and scatters of ``jax.vmap(fn)`` on ``args``, lowered for ``platform``, that index at
-    positions that differ per chain (with batching dimensions)."""
-    text = jax.export.export(jax.jit(jax.vmap(fn)), platforms=[platform])(*args).mlir_module()
-    return len(re.findall(r"operand_batching_dims = \[", text)) + len(re.findall(r"input_batching_dims = \[", text))
+def vmapped_batched_indexing(fn, platform, *args):
+    """`batched_indexing` of ``jax.vmap(fn)`` on ``args``, lowered for ``platform``."""
+    return batched_indexing(jax.export.export(jax.jit(jax.vmap(fn)), platforms=[platform])(*args).mlir_module())
 
 
 CHAINS = 4
@@ -88,8 +85,8 @@ def test_positions_that_differ_per_chain(rows, on_cpu, on_tpu):
     CPU only one of a few elements is (a batched gather or scatter is the faster there); a long one never is.
     The values are those of each chain's own call."""
     for fn, args in per_chain_arguments(rows):
-        assert bool(batched_indexing(fn, "cpu", *args)) is on_cpu, fn.__name__
-        assert bool(batched_indexing(fn, "tpu", *args)) is on_tpu, fn.__name__
+        assert bool(vmapped_batched_indexing(fn, "cpu", *args)) is on_cpu, fn.__name__
+        assert bool(vmapped_batched_indexing(fn, "tpu", *args)) is on_tpu, fn.__name__
         got = jax.vmap(fn)(*args)
         for k in range(CHAINS):
             same_bits(got[k], fn(*(a[k] for a in args)))
@@ -98,7 +95,7 @@ def test_positions_that_differ_per_chain(rows, on_cpu, on_tpu):
 def test_a_position_shared_by_the_chains_slices_each_chain_s_buffer():
     buffers, _ = per_chain_arguments(MEDIUM)[0][1]
     for platform in ("cpu", "tpu"):
-        assert not batched_indexing(lambda b: row_at(b, 2), platform, buffers)
+        assert not vmapped_batched_indexing(lambda b: row_at(b, 2), platform, buffers)
     same_bits(jax.vmap(lambda b: row_at(b, 2))(buffers), buffers[:, 2])
 
 
