@@ -88,16 +88,28 @@ def backend_dtype(dtype: np.dtype) -> np.dtype:
     return dtype
 
 
+def out_of_range(value: Any, dtype: np.dtype) -> tuple[Any, Any] | None:
+    """The least and greatest of ``value``'s numbers if one does not fit in the integer ``dtype``, else ``None``.
+
+    Only numpy values are read: a JAX array (or tracer) gives ``None``, as
+    does any ``dtype`` that is not an integer one.
+    """
+    if not isinstance(value, (np.ndarray, np.generic)) or dtype.kind not in "iu" or not value.size:
+        return None
+    info = np.iinfo(dtype)
+    least, greatest = value.min(), value.max()
+    return (least, greatest) if least < info.min or greatest > info.max else None
+
+
 def _narrowed(type: Any, value: Any, dtype: np.dtype) -> Any:
     """``value`` (a numpy or JAX array of ``type``) in ``dtype``, 32 bits; `CodecError` for integers that do not fit."""
-    if isinstance(value, (np.ndarray, np.generic)) and dtype.kind in "iu" and value.size:
-        info = np.iinfo(dtype)
-        if value.min() < info.min or value.max() > info.max:
-            raise CodecError(
-                f"{type} holds {value.dtype} values outside {dtype} ({value.min()} to {value.max()}), and the "
-                "program computes without jax_enable_x64, in 32-bit integers; compile it with "
-                "aejax.linker.mode.with_x64(True)"
-            )
+    outside = out_of_range(value, dtype)
+    if outside is not None:
+        raise CodecError(
+            f"{type} holds {value.dtype} values outside {dtype} ({outside[0]} to {outside[1]}), and the "
+            "program computes without jax_enable_x64, in 32-bit integers; compile it with "
+            "aejax.linker.mode.with_x64(True)"
+        )
     return value.astype(dtype)
 
 

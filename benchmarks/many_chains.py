@@ -1,10 +1,10 @@
 """Many chains of NUTS, aejax against NumPyro, exported to run where Aesara cannot be installed (issue #36).
 
-``build`` traces one chain of aehmc's NUTS (through `aejax.linker.jaxify`) and
-one of NumPyro's, each as ``(key_data, q0) -> (new_key_data, positions,
-acceptance)`` vmapped over a symbolic number of chains, and serializes them
-with `jax.export` for the CPU and the TPU, in 32 bits. ``chains_runner.py``
-runs them with JAX alone; ``table`` turns its results into tables, and ``ops``
+``build`` exports aehmc's NUTS with `aejax.linker.export_graph` over a
+symbolic number of chains, and NumPyro's vmapped by hand, each as
+``(key_data, q0) -> (new_key_data, positions, acceptance)``, one row a chain,
+serialized with `jax.export` for the CPU and the TPU, in 32 bits.
+``chains_runner.py`` runs them with JAX alone; ``table`` turns its results into tables, and ``ops``
 shows the batched gathers and scatters of each program exported for each
 platform alone, counted while building.
 
@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import export as jax_export
+from jax import lax
 from jax.experimental import disable_x64
 
 CHAIN_COUNTS = (1, 64, 1024, 8192)
@@ -43,6 +44,8 @@ BURN_IN = 50
 """Transitions left out of the mean position the runner checks."""
 IMPLEMENTATIONS = ("aejax", "numpyro")
 MANIFEST = "manifest.json"
+SYMBOLIC_CHAINS = "chains"
+"""The name of the symbolic number of chains, in the programs and the manifest's shapes."""
 FLATBUFFERS_COPY = "flatbuffers_pkg"
 """The folder of the program directory holding a copy of the pure-Python ``flatbuffers`` package."""
 
@@ -57,17 +60,23 @@ class Target:
     true_mean: Callable[[], np.ndarray]
 
 
+ChainsFunction = Callable[[Any, Any], tuple[Any, Any, Any]]
+"""``(key_data, q0) -> (key_data, positions, acceptance)`` of every chain at once, one row a chain."""
+
+
 @dataclass
 class ChainProgram:
-    """One chain of one implementation on one target: ``chain(key_data, q0) -> (key_data, positions, acceptance)``.
+    """One implementation's NUTS on one target, for many chains.
 
-    ``keys`` are the typed PRNG keys that ``key_data`` holds the data of, one
-    row each; every chain gets its own split of each.
+    ``batched(platforms)`` is its `ChainsFunction`, to be exported for
+    ``platforms`` in 32 bits. ``keys`` are the typed PRNG keys that a
+    chain's row of ``key_data`` holds the data of, one row each; every chain
+    gets its own split of each.
     """
 
     target: Target
     implementation: str
-    chain: Callable[[Any, Any], tuple[Any, Any, Any]]
+    batched: Callable[[Sequence[str]], ChainsFunction]
     keys: list[Any]
     dims: int
     transitions: int
@@ -132,33 +141,44 @@ TARGETS = {
 }
 
 
-def aejax_program(target: Target, transitions: int) -> ChainProgram:
-    """aehmc's NUTS chain of `workloads.nuts_chain`, through `jaxify`, as a `ChainProgram`.
+def aejax_graph(setup: Any) -> Any:
+    """aehmc's NUTS chain of `workloads.nuts_chain` on a ``NutsSetup``, as the `JaxGraph` of `jaxify`.
 
-    The graph's state holds several generators; ``key_data`` has one row for
-    each, in the state's order, and is wrapped back with each key's own
-    implementation.
+    Lowered, as it is exported, in 32 bits (aejax lowers a graph in the
+    precision JAX has when `jaxify` is called).
     """
     from aejax.linker import jaxify
 
-    workloads = _workloads()
-    setup = getattr(workloads, target.setup_name)(transitions)
-    inputs, outputs, updates = workloads.nuts_chain(setup.logprob, transitions, setup.step_size, setup.dims, setup.seed)
-    # Lowered, as it is traced, in 32 bits (aejax lowers a graph in the precision JAX has when it is exported).
+    chain = _workloads().nuts_chain(setup.logprob, setup.transitions, setup.step_size, setup.dims, setup.seed)
     with disable_x64():
-        graph = jaxify(inputs, outputs, updates)
-    names = list(graph.state)
-    impls = [jax.random.key_impl(graph.state[name]) for name in names]
+        return jaxify(*chain)
 
-    def chain(key_data: Any, q0: Any) -> tuple[Any, Any, Any]:
-        state = {
-            name: jax.random.wrap_key_data(key_data[i], impl=impl) for i, (name, impl) in enumerate(zip(names, impls))
-        }
-        (positions, acceptance), new_state = graph.fn(state, q0)
-        return jnp.stack([jax.random.key_data(new_state[name]) for name in names]), positions, acceptance
+
+def aejax_program(target: Target, transitions: int) -> ChainProgram:
+    """aehmc's NUTS of `aejax_graph`, exported over a symbolic number of chains by `export_graph`.
+
+    The graph's state holds several generators, all of it random; ``key_data``
+    has one row for each, in the state's order.
+    """
+    from aejax.linker import export_graph
+
+    setup = getattr(_workloads(), target.setup_name)(transitions)
+    graph = aejax_graph(setup)
+    names = list(graph.state)
+
+    def batched(platforms: Sequence[str]) -> ChainsFunction:
+        chains = export_graph(graph, np.zeros(setup.dims), platforms=platforms, chains=SYMBOLIC_CHAINS)
+
+        def run(key_data: Any, q0: Any) -> tuple[Any, Any, Any]:
+            # A static slice: indexing (key_data[:, row]) would add a gather per key.
+            state = {name: lax.index_in_dim(key_data, row, axis=1, keepdims=False) for row, name in enumerate(names)}
+            (positions, acceptance), new_state = chains.call(state, q0)
+            return jnp.stack([new_state[name] for name in names], axis=1), positions, acceptance
+
+        return run
 
     keys = [graph.state[name] for name in names]
-    return ChainProgram(target, "aejax", chain, keys, setup.dims, transitions, setup.step_size, setup.seed)
+    return ChainProgram(target, "aejax", batched, keys, setup.dims, transitions, setup.step_size, setup.seed)
 
 
 def numpyro_program(target: Target, transitions: int) -> ChainProgram:
@@ -175,8 +195,11 @@ def numpyro_program(target: Target, transitions: int) -> ChainProgram:
         new_key_data, (positions, acceptance) = keyed.step(key_data[0], q0)
         return new_key_data[None], positions, acceptance
 
+    def batched(platforms: Sequence[str]) -> ChainsFunction:
+        return jax.vmap(chain)
+
     keys = [jax.random.key(setup.seed)]
-    return ChainProgram(target, "numpyro", chain, keys, setup.dims, transitions, setup.step_size, setup.seed)
+    return ChainProgram(target, "numpyro", batched, keys, setup.dims, transitions, setup.step_size, setup.seed)
 
 
 BUILDERS = {"aejax": aejax_program, "numpyro": numpyro_program}
@@ -194,14 +217,9 @@ def make_programs(
         return [BUILDERS[impl](TARGETS[name], transitions) for name in targets for impl in implementations]
 
 
-def batched(program: ChainProgram) -> Callable[[Any, Any], tuple[Any, Any, Any]]:
-    """``program``'s chain vmapped over the leading axis of both arguments: one chain a row."""
-    return jax.vmap(program.chain)
-
-
-def input_specs(program: ChainProgram, chains: int | None) -> tuple[jax.ShapeDtypeStruct, jax.ShapeDtypeStruct]:
-    """The shapes of ``(key_data, q0)`` for ``chains`` chains, or a symbolic number for ``None``, in 32 bits."""
-    batch = jax_export.symbolic_shape("chains") if chains is None else (chains,)
+def input_specs(program: ChainProgram) -> tuple[jax.ShapeDtypeStruct, jax.ShapeDtypeStruct]:
+    """The shapes of ``(key_data, q0)`` for a symbolic number of chains, in 32 bits."""
+    batch = jax_export.symbolic_shape(SYMBOLIC_CHAINS)
     key_shape = jax.random.key_data(program.keys[0]).shape
     return (
         jax.ShapeDtypeStruct((*batch, len(program.keys), *key_shape), jnp.uint32),
@@ -209,17 +227,16 @@ def input_specs(program: ChainProgram, chains: int | None) -> tuple[jax.ShapeDty
     )
 
 
-def export_program(
-    program: ChainProgram, chains: int | None = None, platforms: Sequence[str] = PLATFORMS
-) -> jax_export.Exported:
-    """``program`` vmapped and exported for ``platforms`` in 32 bits; ``chains=None`` leaves the chain count symbolic.
+def export_program(program: ChainProgram, platforms: Sequence[str] = PLATFORMS) -> jax_export.Exported:
+    """``program``'s chains exported for ``platforms`` in 32 bits, for a symbolic number of chains.
 
-    The graph is float64 (aehmc makes float64 values itself); tracing it
+    The graph is float64 (aehmc makes float64 values itself); exporting it
     with x64 off computes it all in 32 bits.
     """
     with warnings.catch_warnings(), disable_x64():
         warnings.simplefilter("ignore", UserWarning)
-        return jax_export.export(jax.jit(batched(program)), platforms=platforms)(*input_specs(program, chains))
+        batched = program.batched(platforms)
+        return jax_export.export(jax.jit(batched), platforms=platforms)(*input_specs(program))
 
 
 def platform_op_counts(program: ChainProgram) -> dict[str, dict[str, int]]:

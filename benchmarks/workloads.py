@@ -36,6 +36,7 @@ from aehmc import hmc, nuts
 from aeppl import joint_logprob
 from aesara.graph.basic import Apply
 from aesara.graph.op import Op
+from aesara.ifelse import ifelse
 from aesara.scan.utils import until
 from aesara.tensor.random.utils import RandomStream
 from jax import lax
@@ -223,6 +224,31 @@ def newton_until(max_steps: int, size: int = 1000) -> Workload:
 
     outputs = [trace[-1], trace.shape[0]]
     return Workload("until-loop (Newton sqrt)", 1.5, [a], outputs, None, (values,), hand, (values,))
+
+
+def lazy_ifelse(size: int = 200, products: int = 8) -> Workload:
+    """An ``ifelse`` whose branch not taken is ``products`` matrix products, against the taken branch alone in JAX.
+
+    Aesara's ``ifelse`` runs only the branch its condition picks; so must
+    aejax's (issue #38): its call should cost what the taken branch costs.
+    """
+    m, c = at.dmatrix("m"), at.dscalar("c")
+    expensive = m
+    for _ in range(products):
+        expensive = at.tanh(expensive @ m)
+    out = ifelse(c > 0, at.tanh(m).sum(), expensive.sum())
+    value = np.random.default_rng(0).normal(size=(size, size)) / size
+    taken = jax.jit(lambda m: jnp.tanh(m).sum())
+    return Workload(
+        "ifelse, costly branch not taken",
+        1.3,
+        [m, c],
+        out,
+        None,
+        (value, np.float64(1.0)),
+        lambda m: np.asarray(taken(m)),
+        (value,),
+    )
 
 
 class KeyedJax:
@@ -595,7 +621,8 @@ SGD_SIZES = (128, 1024, 2048)
 
 
 def suite(scale: float = 1.0) -> dict[str, Callable[[], Workload]]:
-    """The workloads of issues #4, #11 (per call), #9 (NUTS) and #27 (device I/O, SGD) by name, each built when called.
+    """The workloads of issues #4, #11 (per call), #9 (NUTS), #27 (device I/O, SGD) and #38 (ifelse) by name,
+    each built when called.
 
     ``scale`` shrinks step counts for a quick run. Building is lazy because
     the NUTS graphs take seconds to build.
@@ -612,6 +639,7 @@ def suite(scale: float = 1.0) -> dict[str, Callable[[], Workload]]:
         "RNN last-state gradient": partial(rnn_gradient, n(1_000), last_state=True),
         "Gaussian random walk": partial(random_walk, n(10_000)),
         "until-loop (Newton sqrt)": partial(newton_until, n(1_000)),
+        "ifelse, costly branch not taken": lazy_ifelse,
         "P1 add one": add_one,
         "P1 on device": add_one_on_device,
         "P2 add normal noise": add_normal_noise,

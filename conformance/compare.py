@@ -61,8 +61,17 @@ def _is_sparse(value: Any) -> bool:
     return scipy.sparse.issparse(value)
 
 
+STRAYS = ("array", "NumPy scalar", "Python scalar", "list")
+"""The kinds a reference may return in place of the kind its output's type gives (see `difference`)."""
+
+
 def difference(
-    expected: Any, got: Any, random: bool = False, declared: str | None = None, ndim: int | None = None
+    expected: Any,
+    got: Any,
+    random: bool = False,
+    declared: str | None = None,
+    ndim: int | None = None,
+    kind: str | None = None,
 ) -> str | None:
     """How ``got`` (AEJAX) differs from ``expected`` (the reference), or ``None``.
 
@@ -71,13 +80,20 @@ def difference(
     fault (Aesara's JAX backend returns complex eigenvalues of a real ``Eig``),
     and the values are compared across the two dtypes.
 
+    ``kind`` is the kind of value the output's Aesara type gives (``"array"``
+    for a tensor, ``"NumPy scalar"`` for a scalar): when the reference returns
+    another (a NumPy scalar for a 0-d tensor from Aesara's Python
+    implementations; a 0-d JAX array for a scalar, or a tuple of JAX arrays for
+    a ``Shape``, from Aesara's JAX backend) and AEJAX this one, the reference
+    is at fault, and the values are compared.
+
     With ``random`` only the kind, dtype and number of dimensions (``ndim``,
     the output type's, when given; else the reference's) are compared: random draws cannot match across random number generators, nor
     can the shapes they decide (the steps of a loop until a draw passes a bound).
     """
     expected_kind, got_kind = kind_of(expected), kind_of(got)
-    if ndim == 0 and got_kind == "array" and expected_kind in ("NumPy scalar", "Python scalar"):
-        expected_kind = "array"  # the reference's Op returned a scalar where its type (and AEJAX) has a 0-d array
+    if got_kind == kind and expected_kind != kind and expected_kind in STRAYS:
+        expected, expected_kind = np.asarray(expected), got_kind  # the reference strays from its type, AEJAX not
     if expected_kind != got_kind:
         return f"a {got_kind} ({_short(got)}) where the reference returns a {expected_kind} ({_short(expected)})"
     if expected_kind in ("None", "random state"):

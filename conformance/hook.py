@@ -42,9 +42,11 @@ from aesara.graph.basic import Variable, ancestors, clone_get_equiv
 from aesara.graph.op import HasInnerGraph
 from aesara.graph.rewriting.db import RewriteDatabaseQuery
 from aesara.link.basic import Container
+from aesara.scalar import ScalarType
 from aesara.tensor.basic import AllocEmpty
 from aesara.tensor.random.type import RandomType
 from aesara.tensor.sort import TopKOp
+from aesara.tensor.type import TensorType
 
 import aejax.linker
 from aejax.linker import AejaxFunction, JAXCodecLinker, LoweringError, NodeTypeError, NodeValueError
@@ -448,7 +450,7 @@ class Watch:
             return None, None
         self.reference.sync()
         try:
-            ref_args, ref_kwargs = copy.deepcopy(args), copy.deepcopy(kwargs)
+            ref_args, ref_kwargs = faithful_copy(args), faithful_copy(kwargs)
             with nested():
                 return self.reference.function(*ref_args, **ref_kwargs), None
         except Exception as error:
@@ -479,7 +481,9 @@ class Watch:
             axis = self.unordered[index] if index < len(self.unordered) else None
             if axis is not None and isinstance(e, np.ndarray) and isinstance(g, np.ndarray) and e.shape == g.shape:
                 e, g = np.sort(e, axis=axis), np.sort(g, axis=axis)  # the same elements, in any order
-            found = difference(e, g, random, getattr(kind, "dtype", None), getattr(kind, "ndim", None))
+            found = difference(
+                e, g, random, getattr(kind, "dtype", None), getattr(kind, "ndim", None), kind_of_type(kind)
+            )
             if found is not None:
                 mismatches.append(f"output {index} `{describe_variable(variable)}`: {found}")
         return mismatches
@@ -493,6 +497,46 @@ class Watch:
             if found is not None:
                 mismatches.append(f"update of shared variable `{describe_variable(pair.variable)}`: {found}")
         return mismatches
+
+
+def kind_of_type(type: Any) -> str | None:
+    """The kind of value (`conformance.compare.kind_of`) an output of Aesara ``type`` holds, where one is known."""
+    if isinstance(type, TensorType):
+        return "array"
+    return "NumPy scalar" if isinstance(type, ScalarType) else None
+
+
+def faithful_copy(values: Any) -> Any:
+    """A deep copy of a call's arguments whose arrays keep the flags Aesara's input checks read.
+
+    ``copy.deepcopy`` gives an aligned, writeable array whatever the original
+    was; Aesara's tensor types reject unaligned arrays (``test_unalign``), so
+    the reference would accept what AEJAX rightly rejects.
+    """
+    memo: dict[int, Any] = {id(array): _array_copy(array) for array in _arrays_in(values)}
+    return copy.deepcopy(values, memo)
+
+
+def _arrays_in(values: Any) -> Iterator[np.ndarray]:
+    if type(values) is np.ndarray:
+        yield values
+    elif isinstance(values, (list, tuple)):
+        for value in values:
+            yield from _arrays_in(value)
+    elif isinstance(values, dict):
+        for value in values.values():
+            yield from _arrays_in(value)
+
+
+def _array_copy(array: np.ndarray) -> np.ndarray:
+    """A copy of ``array`` as aligned and as writeable as it is."""
+    if array.flags.aligned:
+        copied = array.copy(order="K")
+    else:
+        copied = np.empty(array.nbytes + 1, np.uint8)[1:].view(array.dtype).reshape(array.shape)
+        copied[...] = array
+    copied.flags.writeable = array.flags.writeable
+    return copied
 
 
 def _as_list(values: Any) -> list[Any]:

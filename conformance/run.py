@@ -10,7 +10,9 @@ suite runs in its own folder of that cache with its own pytest
 configuration and conftest, under the plugin `conformance.plugin` (with
 ``--conformance-compare`` unless ``--no-compare``); its report is classified
 against ``conformance/expected.toml``. The exit status is 1 when any test
-failed unexpectedly or gave a wrong value, 0 otherwise. See README.md.
+failed unexpectedly, gave a wrong value, or passed though listed as expected
+to fail, or when pytest did not run the tests through (a usage error, an
+internal error, no test run); 0 otherwise. See README.md.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from conformance.results import SuiteResult, classify, load_expected, read_report, table  # noqa: E402
+from conformance.results import SuiteResult, aborted, classify, load_expected, read_report, table  # noqa: E402
 
 CACHE = Path(os.environ.get("AEJAX_CONFORMANCE_CACHE", Path.home() / ".cache" / "aejax-conformance"))
 AESARA_FLAGS = "cxx=,blas__ldflags="
@@ -169,8 +171,8 @@ def run_suite(
     out: Path,
     baseline: bool = False,
     deselect: tuple[str, ...] = (),
-) -> float:
-    """Run pytest on ``paths`` of the suite in its folder; returns the wall time in seconds.
+) -> tuple[float, int]:
+    """Run pytest on ``paths`` of the suite in its folder; returns the wall time in seconds and pytest's exit status.
 
     With ``baseline`` the tests run without the redirect (``--conformance-off``)
     into ``SUITE.baseline.jsonl``: does a failure happen without aejax too?
@@ -199,8 +201,8 @@ def run_suite(
     print(f"[{suite.name}] {' '.join(shown)}  (in {work}, log {log})", flush=True)
     start = time.monotonic()
     with log.open("w", encoding="utf-8") as stream:
-        subprocess.run(command, cwd=work, env=env, stdout=stream, stderr=subprocess.STDOUT, check=False)
-    return time.monotonic() - start
+        done = subprocess.run(command, cwd=work, env=env, stdout=stream, stderr=subprocess.STDOUT, check=False)
+    return time.monotonic() - start, done.returncode
 
 
 def run_baseline(suite: Suite, work: Path, result: SuiteResult, args: argparse.Namespace, out: Path) -> None:
@@ -256,7 +258,7 @@ def _tests_from(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the asked suites, print the table; 1 if anything failed unexpectedly or gave a wrong value."""
+    """Run the asked suites, print the table; 1 if any suite has a test in a column of `conformance.results.BAD`, else 0."""
     args = parse_args(argv)
     expected = load_expected(args.expected)
     if args.reclassify:
@@ -277,8 +279,9 @@ def main(argv: list[str] | None = None) -> int:
             results.append(SuiteResult.unavailable(name, str(reason)))
             continue
         hanging = tuple(entry.test for entry in expected.get(name, []) if entry.skip)
-        elapsed = run_suite(suite, work, paths, args, out, deselect=hanging)
+        elapsed, status = run_suite(suite, work, paths, args, out, deselect=hanging)
         result = classify(name, read_report(out / f"{name}.jsonl"), expected.get(name, []), elapsed)
+        result.aborted = aborted(status)
         if args.baseline:
             run_baseline(suite, work, result, args, out)
         (out / f"{name}.paths").write_text("\n".join(paths) + "\n", encoding="utf-8")

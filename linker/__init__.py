@@ -14,6 +14,7 @@ from aejax.linker.call.device_call import JaxArgumentError
 from aejax.linker.call.function import AejaxFunction
 from aejax.linker.call.linker import JAXCodecLinker
 from aejax.linker.call.precision import PrecisionWarning
+from aejax.linker.chains import ChainRun, ManyChains, many_chains
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.dispatch.callback import CallbackWarning
 from aejax.linker.errors import (
@@ -27,6 +28,7 @@ from aejax.linker.errors import (
     NodeValueError,
 )
 from aejax.linker.export import JaxGraph, jaxify
+from aejax.linker.exporting import ExportedGraph, export_graph
 from aejax.linker.mode import (
     DEVICE_MODE_NAME,
     MODE_NAME,
@@ -52,6 +54,8 @@ __all__ = [
     "AejaxMode",
     "AllocationError",
     "CallbackWarning",
+    "ChainRun",
+    "ExportedGraph",
     "IndexOutOfBoundsError",
     "InputValueError",
     "InvalidValueError",
@@ -60,6 +64,7 @@ __all__ = [
     "HostNodeWarning",
     "JaxGraph",
     "LoweringError",
+    "ManyChains",
     "NodeTypeError",
     "NodeValueError",
     "PrecisionWarning",
@@ -68,8 +73,10 @@ __all__ = [
     "ScanKeepLast",
     "StaticInputProgram",
     "device_mode",
+    "export_graph",
     "jax_funcify",
     "jaxify",
+    "many_chains",
     "mode",
     "use_for_aesara_jax_mode",
 ]

@@ -80,9 +80,9 @@ class NeedsChecks(Exception):
 def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
     """Check a traced ``condition`` inside the program; fail the call with ``exc_type(message)``.
 
-    Outside `discovering` and `CheckedProgram` (e.g. a graph exported with
-    ``jaxify``) the check cannot be raised: it warns, naming ``where``, and
-    is skipped.
+    Outside `discovering`, `with_checks` and `CheckedProgram` (e.g. a graph
+    exported with ``jaxify``, called as ``fn``) the check cannot be raised: it
+    warns, naming ``where``, and is skipped.
     """
     context = _CONTEXT.get()
     if context == _SHAPES_ONLY:
@@ -195,14 +195,25 @@ def recording_host_calls() -> Iterator[list[bool]]:
         _HOST_CALLS.reset(token)
 
 
+def with_checks(traced_fn: Callable[..., Any]) -> Callable[..., tuple[Any, Any]]:
+    """``traced_fn`` returning ``(result, code)``: its checks fold into the failure ``code`` (an ``int32``).
+
+    The code is `PASSED`, or the number of the first check that failed
+    (`CHECKS.exception` makes its exception); under ``jax.vmap`` one per
+    batch entry.
+    """
+
+    def with_code(*args: Any) -> tuple[Any, Any]:
+        return _traced_in(_CHECKED, lambda *values: with_failure_code(traced_fn, *values), args)
+
+    return with_code
+
+
 class CheckedProgram:
     """``jax.jit`` of a traced function whose checks fail the call after it returns."""
 
     def __init__(self, traced_fn: Callable[..., tuple[Any, ...]]) -> None:
-        def with_code(*args: Any) -> tuple[Any, Any]:
-            return _traced_in(_CHECKED, lambda *values: with_failure_code(traced_fn, *values), args)
-
-        self.jitted = jax.jit(with_code)
+        self.jitted = jax.jit(with_checks(traced_fn))
         """The program that returns the outputs and the failure code."""
         self._with_code: Callable[..., Any] = self.jitted
         self._checks: list[tuple[type, str]] | None = None  # None: the codes are numbers of this process's CHECKS

@@ -13,6 +13,14 @@ traces it: with ``jax_enable_x64`` on as the caller traces it (by
 it off, in float32, and the first such trace warns (`PrecisionWarning`,
 naming float64 variables of the graph). The graph is lowered in the
 precision JAX has when `jaxify` is called.
+
+``fn`` checks each input as JAX traces it, against its Aesara Type: its
+rank, the lengths the Type fixes and its dtype's kind (a complex array for a
+real input, a float one for an integer input raise `TypeError` naming the
+input, as Aesara does); so under ``jax.jit`` the checks cost nothing per
+call. Where Aesara refuses a value that may lose precision, ``fn`` casts it
+as JAX would: a float64 array for a float32 input is rounded to float32
+(`aejax.linker.call.input_checks`).
 """
 
 from __future__ import annotations
@@ -20,19 +28,25 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any
 
 import aesara
 import jax
+from aesara.compile.function.types import Function
 from aesara.compile.sharedvalue import SharedVariable
 from aesara.graph.basic import Variable, ancestors
+from aesara.tensor.random.type import RandomType
 
 from aejax.adapters import CodecError, StateCodec, codec_for, stays_on_host
+from aejax.linker.call.input_checks import checked_argument
 from aejax.linker.call.linker import BACKEND
 from aejax.linker.call.precision import PrecisionWarning, wide_float_variables
+from aejax.linker.checks import with_checks
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, NeedsSplit
 from aejax.linker.mode import mode as aejax_mode
+from aejax.linker.program.segments import GraphProgram
 from aejax.linker.program.static_inputs import is_integer_scalar
 from aejax.linker.trace.host_failures import host_object_error, host_objects
 from aejax.linker.trace.lowering import LoweredGraph
@@ -54,18 +68,38 @@ class JaxGraph:
     ----------
     fn
         ``fn(state, *inputs) -> (outputs, new_state)``, traceable by JAX. It
-        raises `TypeError` when given the wrong number of inputs, or a state
+        raises `TypeError` when given the wrong number of inputs, a state
         whose names or kinds of values (arrays, PRNG keys) are not those of
-        `state`.
+        `state`, or an input of another rank, dtype kind or fixed length than
+        its Aesara Type's, naming it (`aejax.linker.call.input_checks`); an
+        input of a narrower kind or another precision (a float64 array for a
+        float32 input) is cast to the input's dtype, as JAX casts.
     state
-        The initial state: the shared variables' values in JAX form, by name.
+        The initial state: the shared variables' values in JAX form, by name
+        (`state_names`: a variable's own name where it has one).
     shared
         The shared variable behind each state entry.
+    inputs
+        The variables of the inputs ``fn`` takes after the state, in order.
     """
 
     fn: Callable[..., tuple[list[Any], State]]
     state: State
     shared: dict[str, SharedVariable] = field(repr=False)
+    inputs: list[Variable] = field(default_factory=list, repr=False)
+
+    def checked_fn(self, state: State, *inputs: Any) -> tuple[tuple[Any, State], Any]:
+        """``fn`` with the graph's run-time checks: ``((outputs, new_state), failure_code)``, traceable by JAX.
+
+        ``fn`` cannot raise on a check of traced values (aeppl's parameter
+        checks, index bounds, `CheckAndRaise`): it warns and skips it. Here
+        each such check folds into ``failure_code``, an ``int32`` that is
+        ``aejax.linker.checks.PASSED`` (-1) while every check holds, else the
+        number of the first that failed, whose exception (the Op's own type
+        and message) ``aejax.linker.checks.CHECKS.exception(code)`` makes on
+        the host; under ``jax.vmap``, one code per batch entry.
+        """
+        return with_checks(self.fn)(state, *inputs)
 
     def store(self, state: State) -> None:
         """Write ``state`` (all entries or some) back into the shared variables, as host values.
@@ -121,6 +155,7 @@ def with_static_hint(error: LoweringError, inputs: Sequence[Variable], explicit:
         f"{error}\nThe node depends on {names}: mark it static, e.g. "
         f"jax.jit(graph.fn, static_argnums={tuple(a for a, _ in argnums)}).",
         node=error.node,
+        needs_static=error.needs_static,
     )
 
 
@@ -149,13 +184,23 @@ def check_no_host_objects(fgraph: Any) -> None:
             )
 
 
-def _state_names(shared: Sequence[SharedVariable]) -> list[str]:
+def state_names(shared: Sequence[SharedVariable]) -> list[str]:
+    """The state's name for each of ``shared``, all different: a variable's own name where it has one.
+
+    A second variable of the same name gets ``<name>_1``, ``<name>_2``, ...;
+    a variable without one ``rng_0``, ``rng_1``, ... for random generators
+    and ``shared_0``, ``shared_1``, ... for others, counted in input order;
+    a generated name never takes one a variable has.
+    """
+    given = {var.name for var in shared if var.name}
     names: list[str] = []
-    for index, var in enumerate(shared):
-        name = var.name or f"shared_{index}"
-        while name in names:
-            name = f"{name}_{index}"
-        names.append(name)
+    for var in shared:
+        if var.name and var.name not in names:
+            names.append(var.name)
+            continue
+        base = var.name or ("rng" if isinstance(var.type, RandomType) else "shared")
+        taken = set(names) | given
+        names.append(next(f"{base}_{k}" for k in count(1 if var.name else 0) if f"{base}_{k}" not in taken))
     return names
 
 
@@ -195,16 +240,28 @@ def jaxify(inputs: Sequence[Variable], outputs: Any, updates: Any = None) -> Jax
     can. A graph with values that stay on the host (`Generic` Python
     objects) raises `LoweringError`.
     """
-    single = not isinstance(outputs, (list, tuple))
     mode = aejax_mode.with_x64(jax.config.jax_enable_x64)
     compiled = aesara.function(list(inputs), outputs, updates=updates, mode=mode)
+    return exported(compiled)
+
+
+def exported(compiled: Function) -> JaxGraph:
+    """The `JaxGraph` of a function compiled with aejax's mode (`jaxify` after its compilation).
+
+    ``fn`` runs the programs' lowerings of the graph, made in the precision
+    of ``compiled``'s programs (``compiled.x64``) and with its mode's options
+    (`AejaxMode.with_progress`).
+    """
+    if not isinstance(getattr(compiled.vm, "jit_fn", None), GraphProgram):
+        raise TypeError(f"{compiled!r} was not compiled with aejax's mode: pass mode=aejax.linker.mode")
+    single = compiled.unpack_single
     fgraph = compiled.maker.fgraph
     check_no_host_objects(fgraph)
     check_precision = precision_check(fgraph)
     specs = compiled.maker.inputs
     shared_positions = [i for i, spec in enumerate(specs) if spec.shared]
     shared = [specs[i].variable for i in shared_positions]
-    names = _state_names(shared)
+    names = state_names(shared)
     codecs: list[StateCodec] = [codec_for(BACKEND, var.type) for var in shared]
     n_outputs = len(fgraph.outputs) - len(fgraph.update_mapping)
     updated = {i: o for o, i in fgraph.update_mapping.items()}
@@ -220,8 +277,8 @@ def jaxify(inputs: Sequence[Variable], outputs: Any, updates: Any = None) -> Jax
         check_state(state, shared_by_name, complete=True)
         check_precision()
         values: list[Any] = [None] * len(specs)
-        for position, arg in zip(explicit, args):
-            values[position] = arg
+        for argnum, (position, arg) in enumerate(zip(explicit, args), start=1):
+            values[position] = checked_argument(arg, specs[position].variable, argnum)
         for position, name in zip(shared_positions, names):
             values[position] = state[name]
         try:
@@ -242,4 +299,4 @@ def jaxify(inputs: Sequence[Variable], outputs: Any, updates: Any = None) -> Jax
     state = {
         name: codec.encode(var.get_value(borrow=True), var.type) for name, var, codec in zip(names, shared, codecs)
     }
-    return JaxGraph(fn=fn, state=state, shared=shared_by_name)
+    return JaxGraph(fn=fn, state=state, shared=shared_by_name, inputs=[specs[i].variable for i in explicit])

@@ -24,15 +24,24 @@ decided from its graph and backend (`aejax.linker.call.precision`); a mode
 asks for one or the other with `AejaxMode.with_x64`::
 
     f32_mode = aejax.linker.mode.with_x64(False)  # 32-bit ints, float32 accumulators
+
+A mode shows progress bars for long loops, moved from inside the program,
+with `AejaxMode.with_progress` (tqdm, the ``progress`` extra)::
+
+    bar_mode = aejax.linker.mode.with_progress(every=100)  # a bar moving every 100 steps
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from aesara.compile.mode import Mode, predefined_modes, register_mode
 
 from aejax.linker.call.function import AejaxDeviceFunctionMaker, AejaxFunctionMaker
 from aejax.linker.call.linker import JAXCodecLinker, JAXDeviceLinker
 from aejax.linker.rewrites import JAX_REWRITES
+from aejax.linker.scan.progress import Progress
 
 MODE_NAME = "AEJAX"
 DEVICE_MODE_NAME = "AEJAX_DEVICE"
@@ -61,6 +70,28 @@ class AejaxMode(Mode):
             raise TypeError(f"with_x64 takes True, False or None, not {x64!r}")
         mode = self.clone()
         mode.linker.x64 = None if x64 is None else bool(x64)
+        return mode
+
+    @property
+    def progress(self) -> Progress | None:
+        """The progress option `with_progress` set (`aejax.linker.scan.progress.Progress`); ``None``: no bars."""
+        return getattr(self.linker, "progress", None)
+
+    def with_progress(self, every: int | bool | None = None, bar: Callable[..., Any] | None = None) -> AejaxMode:
+        """This mode, its functions showing a progress bar for each long loop while the program runs it.
+
+        Each outermost Scan of a fixed number of steps (not one nested in
+        another's step, nor an ``until`` loop) moves a bar every ``every``
+        steps (``None``: 20 times in all) from inside the program, one bar
+        for all chains under ``jax.vmap`` (`aejax.linker.scan.progress`).
+        ``bar`` makes the bars (default: tqdm's, ``pip install
+        'aejax[progress]'``; without tqdm this raises `ImportError`).
+        ``with_progress(False)`` turns them off: the program is then the one
+        without this option. Each move costs a host callback (about 15 us
+        on the CPU): for loops of milliseconds or more.
+        """
+        mode = self.clone()
+        mode.linker.progress = None if every is False else Progress(None if every is True else every, bar)
         return mode
 
 

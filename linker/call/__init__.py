@@ -7,6 +7,8 @@
 - `direct_call`: that call, and its fast path once a call has run.
 - `device_call`: the calls of the device-I/O mode ``"AEJAX_DEVICE"``:
   ``jax.Array`` arguments checked, not copied to the host; ``jax.Array`` outputs.
+- `input_checks`: the arguments of an exported function (``jaxify``) checked
+  against their inputs' Types while JAX traces it.
 
 May import `program`, `trace`, `lengths`, `dispatch`, `scan`, `rewrites` and
 the leaf modules (`errors`, `checks`, `graph`); nothing imports it but

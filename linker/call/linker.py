@@ -44,6 +44,7 @@ from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, rebuildable, variable_name
 from aejax.linker.program.saved_programs import ProgramStore, SavedAs
 from aejax.linker.program.segments import GraphProgram
+from aejax.linker.scan.progress import Progress
 from aejax.linker.trace.host_failures import raised_on_host
 from aejax.linker.trace.lowering import lower_nodes
 
@@ -349,16 +350,21 @@ class JAXCodecLinker(JITLinker):
 
     ``x64`` is the precision its programs are asked for: ``True`` with JAX's
     64-bit types, ``False`` without, ``None`` (the default) decided for each
-    graph (`aejax.linker.call.precision.program_x64`).
+    graph (`aejax.linker.call.precision.program_x64`). ``progress`` is the
+    mode's progress option (`aejax.linker.scan.progress.Progress`; ``None``,
+    the default: no bars), handed to the lowerings; a program with bars is
+    never saved nor loaded (`ProgramStore`): it calls back into this process.
     """
 
-    def __init__(self, *args: Any, x64: bool | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, x64: bool | None = None, progress: Progress | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.x64 = x64
+        self.progress = progress
 
     def accept(self, fgraph: Any, no_recycling: Any = None, profile: Any = None) -> JAXCodecLinker:
         if self.fgraph is not None and self.fgraph is not fgraph:  # Aesara would make a linker without our settings
-            return type(self)(allow_gc=self.allow_gc, x64=self.x64).accept(fgraph, no_recycling, profile)
+            again = type(self)(allow_gc=self.allow_gc, x64=self.x64, progress=self.progress)
+            return again.accept(fgraph, no_recycling, profile)
         return super().accept(fgraph, no_recycling, profile)
 
     def fgraph_convert(self, fgraph: Any, storage_map: Any = None, **kwargs: Any) -> GraphProgram:
@@ -368,12 +374,14 @@ class JAXCodecLinker(JITLinker):
             entries = self.create_thunk_inputs(storage_map, x64)
             exits = self.create_thunk_outputs(fgraph, storage_map, x64)
             donated = frozenset(mapping[out] for out in resident_updates(fgraph, storage_map))
-            store = ProgramStore.opened(graph_identity(fgraph, [*entries, *exits], donated))
+            identity = None if self.progress else graph_identity(fgraph, [*entries, *exits], donated)
+            store = ProgramStore.opened(identity)
             found = None if store is None else store.discovered()
+            options = {} if self.progress is None else {"progress": self.progress}
             return GraphProgram(
                 fgraph.inputs,
                 fgraph.outputs,
-                lower_nodes(fgraph, jax_funcify, deferred=found is not None),  # lowered when traced, if ever
+                lower_nodes(fgraph, jax_funcify, deferred=found is not None, **options),  # lowered when traced, if ever
                 entries,
                 exits,
                 donated=donated,

@@ -5,6 +5,15 @@ not positive definite) or scipy's ``ValueError`` for an input that is not
 finite, JAX returns infinities or nans; the lowerings here check the
 factorization they compute, and the call fails after it with the
 reference's exception (`aejax.linker.checks.require`).
+
+The Ops of `aesara.tensor.nlinalg` compute with ``numpy.linalg``, which
+computes float32 (complex64) matrices in double precision and rounds the
+results; JAX computes them in single precision. On the CPU their lowerings
+do as numpy does (`as_numpy_computes`), so float32 eigenvectors, singular
+values or inverses are the reference's. A program for an accelerator keeps
+float32 (no float64 operation there), as does a program without x64. The
+Ops of `aesara.tensor.slinalg` compute with scipy, in the input's own
+precision, as JAX does.
 """
 
 from __future__ import annotations
@@ -13,11 +22,24 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 from aesara.tensor.math import MatMul
-from aesara.tensor.nlinalg import Inv, Lstsq, MatrixInverse, MatrixPinv, TensorInv, TensorSolve
+from aesara.tensor.nlinalg import (
+    SVD,
+    Det,
+    Eig,
+    Eigh,
+    Inv,
+    Lstsq,
+    MatrixInverse,
+    MatrixPinv,
+    QRFull,
+    TensorInv,
+    TensorSolve,
+)
 from aesara.tensor.slinalg import (
     BilinearSolveDiscreteLyapunov,
     Cholesky,
@@ -30,8 +52,8 @@ from aesara.tensor.slinalg import (
     SolveTriangular,
 )
 
-from aejax.linker.checks import require
-from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.checks import checking, report, require, shapes_only, with_failure_code
+from aejax.linker.dispatch.basic import aesara_jax_funcify, jax_funcify
 from aejax.linker.errors import InvalidMatrixError, variable_name
 from aejax.linker.lengths.ragged import Ragged
 
@@ -44,6 +66,61 @@ def _matmul(op: MatMul, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
         return jnp.matmul(a.astype(dtype), b.astype(dtype))
 
     return matmul
+
+
+WIDENED = {np.dtype("float32"): np.dtype("float64"), np.dtype("complex64"): np.dtype("complex128")}
+"""The dtype ``numpy.linalg`` computes each single-precision dtype in."""
+
+
+def _widened(value: Any) -> Any:
+    wide = WIDENED.get(np.dtype(getattr(value, "dtype", object)))
+    return value if wide is None else jnp.asarray(value, wide)
+
+
+def per_platform(cpu: Callable[..., Any], default: Callable[..., Any], *args: Any) -> Any:
+    """``cpu(*args)`` in a program for the CPU, else ``default(*args)`` (`jax.lax.platform_dependent`).
+
+    Inside a `CheckedProgram` the branches' checks (`require`) leave each
+    branch as its failure code, which the function around it reports.
+    """
+    if not checking():
+        return jax.lax.platform_dependent(*args, cpu=cpu, default=default)
+
+    def coded(branch: Callable[..., Any]) -> Callable[..., Any]:
+        return lambda *values: with_failure_code(branch, *values)
+
+    result, code = jax.lax.platform_dependent(*args, cpu=coded(cpu), default=coded(default))
+    report(code)
+    return result
+
+
+def as_numpy_computes(compute: Callable[..., Any]) -> Callable[..., Any]:
+    """``compute`` in ``numpy.linalg``'s precision on the CPU: single-precision inputs (`WIDENED`) computed in double
+    precision, each result rounded to the dtype ``compute`` gives it; as it is on other platforms, for inputs of no
+    single-precision dtype, and in a program without x64 (it has no double precision)."""
+
+    def computed(*args: Any) -> Any:
+        double = jax.dtypes.canonicalize_dtype(np.float64) == np.float64
+        if not double or not any(np.dtype(getattr(a, "dtype", object)) in WIDENED for a in args):
+            return compute(*args)
+        narrow = shapes_only(compute, *args)
+
+        def in_double(*values: Any) -> Any:
+            results = compute(*(_widened(v) for v in values))
+            return jax.tree.map(lambda result, like: result.astype(like.dtype), results, narrow)
+
+        return per_platform(in_double, compute, *args)
+
+    return computed
+
+
+def _aesaras_as_numpy_computes(op: Any, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    """Aesara's lowering of ``op`` (a ``numpy.linalg`` Op), in numpy's precision on the CPU."""
+    return as_numpy_computes(aesara_jax_funcify(op, node=node, **kwargs))
+
+
+for _numpy_op in (Det, Eig, Eigh, QRFull, SVD):
+    jax_funcify.register(_numpy_op, _aesaras_as_numpy_computes)
 
 
 def inexact(*arrays: Any) -> list[Any]:
@@ -89,12 +166,24 @@ def inverse(a: Any, node: Any) -> Any:
 @jax_funcify.register(Inv)
 @jax_funcify.register(MatrixInverse)
 def _inv(op: Inv | MatrixInverse, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
-    return lambda x: inverse(x, node)
+    return as_numpy_computes(lambda x: inverse(x, node))
 
 
 @jax_funcify.register(MatrixPinv)
 def _pinv(op: MatrixPinv, **kwargs: Any) -> Callable[..., Any]:
-    return lambda x: jnp.linalg.pinv(x, hermitian=op.hermitian)
+    """numpy's ``pinv``: the singular values above ``1e-15`` times the largest inverted, the others taken as zero (JAX's
+    ``pinv`` drops those below ``10 * max(m, n)`` machine epsilons); the SVD in numpy's precision (`as_numpy_computes`),
+    the product in the input's, as numpy computes them."""
+    svd = as_numpy_computes(lambda a: jnp.linalg.svd(a, full_matrices=False, hermitian=op.hermitian))
+
+    def pinv(x: Any) -> Any:
+        (x,) = inexact(x)
+        u, s, vt = svd(x.conj())
+        large = s > 1e-15 * jnp.max(s, axis=-1, keepdims=True, initial=0)
+        inverted = jnp.where(large, 1 / jnp.where(large, s, 1), 0)
+        return jnp.swapaxes(vt, -1, -2) @ (inverted[..., None] * jnp.swapaxes(u, -1, -2))
+
+    return pinv
 
 
 @jax_funcify.register(TensorInv)
@@ -105,7 +194,7 @@ def _tensor_inv(op: TensorInv, node: Any = None, **kwargs: Any) -> Callable[...,
         rows, columns = a.shape[: op.ind], a.shape[op.ind :]
         return inverse(a.reshape(math.prod(rows), math.prod(columns)), node).reshape(columns + rows)
 
-    return tensor_inv
+    return as_numpy_computes(tensor_inv)
 
 
 @jax_funcify.register(TensorSolve)
@@ -121,7 +210,7 @@ def _tensor_solve(op: TensorSolve, node: Any = None, **kwargs: Any) -> Callable[
         system = a.reshape(-1, math.prod(shape))
         return jsl.lu_solve(checked_lu(system, node), b.ravel()).reshape(shape)
 
-    return tensor_solve
+    return as_numpy_computes(tensor_solve)
 
 
 def _check_lstsq_shapes(node: Any, a: Any, b: Any) -> None:
@@ -161,7 +250,7 @@ def _lstsq(op: Lstsq, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
         rank = jnp.sum(kept)
         return x if b.ndim == 2 else x[:, 0], _lstsq_residuals(a, columns, x, rank), rank, s
 
-    return lstsq
+    return as_numpy_computes(lstsq)
 
 
 def _lstsq_residuals(a: Any, b: Any, x: Any, rank: Any) -> Any:

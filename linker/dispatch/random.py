@@ -2,7 +2,9 @@
 
 Inside the traced function a random state is a typed PRNG key (see
 ``aejax.adapters.jax``). A random variable splits it: one half draws the
-sample, the other is returned as the new state. Every distribution that
+sample, the other is returned as the new state (in a Scan's step, one whose
+draws can be taken before the loop draws on a counted stream instead,
+`counted`). Every distribution that
 Aesara 2.9.4's JAX backend lowers is here, parametrised as Aesara's
 reference backend parametrises it (e.g. `GammaRV` takes shape and scale).
 Samplers registered with Aesara's ``jax_sample_fn`` are used too (see
@@ -295,6 +297,64 @@ def split_and_sample(sampler: Sampler) -> Draw:
     def draw(key: Any, shape: tuple[int, ...], dtype: np.dtype, *params: Any) -> tuple[Any, Any]:
         new_key, draw_key = jax.random.split(key)
         return new_key, sampler(draw_key, shape, dtype, *float_params(dtype, params))
+
+    return draw
+
+
+STREAM_STEP = (np.uint32(0x9E3779B9), np.uint32(0x7F4A7C15))
+"""What one step of a counted stream adds to a key's last two words, as a 64-bit number (high word first).
+
+It is odd, so a stream runs through all ``2**64`` values before it repeats,
+and ``2**64`` over the golden ratio: keys whose 64-bit values differ by less
+than two million (seeds 0, 1, 2, ...) are more than ``3.9e12`` steps apart on
+it, so nearby keys start streams that do not overlap.
+"""
+
+_LOW_16 = np.uint32(0xFFFF)
+
+
+def _high_product(a: Any, b: np.uint32) -> Any:
+    """The high 32 bits of the 64-bit product of the ``uint32`` values ``a`` and ``b``, in ``uint32`` arithmetic."""
+    sixteen = np.uint32(16)
+    a_high, a_low = a >> sixteen, a & _LOW_16
+    b_high, b_low = b >> sixteen, b & _LOW_16
+    cross_a, cross_b = a_high * b_low, a_low * b_high
+    middle = ((a_low * b_low) >> sixteen) + (cross_a & _LOW_16) + (cross_b & _LOW_16)
+    return a_high * b_high + (cross_a >> sixteen) + (cross_b >> sixteen) + (middle >> sixteen)
+
+
+def advanced(key: Any, steps: Any) -> Any:
+    """``key`` moved ``steps`` places along its counted stream (`counted`); one key per element of ``steps``.
+
+    A step adds `STREAM_STEP` to the 64-bit number in the key data's last two
+    words (modulo ``2**64``), so ``steps`` places cost one multiplication
+    however many they are: ``advanced(advanced(k, 3), 3) == advanced(k, 6)``.
+    ``steps`` are ``uint32`` (fewer than ``2**32``).
+    """
+    steps = jnp.asarray(steps, np.uint32)
+    data = jax.random.key_data(key)
+    high, low = data[..., -2], data[..., -1]
+    step_high, step_low = STREAM_STEP
+    new_low = low + steps * step_low
+    carry = (new_low < low).astype(np.uint32)
+    new_high = high + steps * step_high + _high_product(steps, step_low) + carry
+    words = jnp.broadcast_to(data, (*steps.shape, *data.shape))
+    new = jnp.concatenate([words[..., :-2], new_high[..., None], new_low[..., None]], axis=-1)
+    return jax.random.wrap_key_data(new, impl=jax.random.key_impl(key))
+
+
+def counted(sampler: Sampler) -> Draw:
+    """A `Draw` on a counted stream: it samples with the key itself and returns the key `advanced` one place.
+
+    A Scan's random variables that draw their steps before the loop
+    (`aejax.linker.scan.noise`) draw so in every step: step ``t`` of a loop
+    from ``k`` samples with ``advanced(k, t)``, which a draw before the loop
+    computes for all steps at once, and ``n`` steps leave ``advanced(k, n)``
+    whatever their number, so two calls of 3 steps draw what one of 6 draws.
+    """
+
+    def draw(key: Any, shape: tuple[int, ...], dtype: np.dtype, *params: Any) -> tuple[Any, Any]:
+        return advanced(key, 1), sampler(key, shape, dtype, *float_params(dtype, params))
 
     return draw
 

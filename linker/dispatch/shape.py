@@ -1,4 +1,9 @@
-"""Shapes as concrete numpy values while tracing (the run-time length of a `Ragged` aside)."""
+"""Shapes as concrete numpy values while tracing (the run-time length of a `Ragged` aside).
+
+A symbolic dimension (`jax.export.symbolic_shape`, as `aejax.linker.exporting`
+makes for a length its Type leaves open) is a traced value: it is known only
+when the exported program runs.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from aesara.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.errors import ShapeAssertionError, variable_name
-from aejax.linker.lengths.concrete import is_traced, static_ints
+from aejax.linker.lengths.concrete import is_symbolic, is_traced, static_ints
 from aejax.linker.lengths.consumers import takes_run_time_lengths
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Ragged, RangeRows, index_dtype, rows_padded
 
@@ -24,12 +29,19 @@ def _run_time_shape(x: Any) -> tuple[Any, ...]:
     return (x.length, *x.buffer.shape[1:])
 
 
+def size_value(size: Any) -> Any:
+    """A length of a shape as the graph's int64 value: a numpy scalar, or a traced one for a symbolic dimension."""
+    return jnp.asarray(size, dtype=index_dtype()) if is_symbolic(size) else np.int64(size)
+
+
 @jax_funcify.register(Shape)
 def _shape(op: Shape, **kwargs: Any) -> Callable[..., Any]:
     def shape(x: Any) -> Any:
         if isinstance(x, RUN_TIME_LENGTH):
             return jnp.asarray(_run_time_shape(x), dtype=index_dtype())
-        return np.asarray(np.shape(x), dtype="int64")
+        if not any(is_symbolic(size) for size in np.shape(x)):
+            return np.asarray(np.shape(x), dtype="int64")
+        return jnp.stack([size_value(size) for size in np.shape(x)])
 
     return takes_run_time_lengths(shape, ragged=True, ranges=True, masked=True)
 
@@ -40,7 +52,7 @@ def _shape_i(op: Shape_i, **kwargs: Any) -> Callable[..., Any]:
         if isinstance(x, RUN_TIME_LENGTH):
             size = _run_time_shape(x)[op.i]
             return size if is_traced(size) else np.int64(size)
-        return np.int64(np.shape(x)[op.i])
+        return size_value(np.shape(x)[op.i])
 
     return takes_run_time_lengths(shape_i, ragged=True, ranges=True, masked=True)
 

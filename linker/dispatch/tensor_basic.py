@@ -170,7 +170,7 @@ def _eye_or_tri(op: Eye | Tri, **kwargs: Any) -> Callable[..., Any]:
     build = jnp.eye if isinstance(op, Eye) else jnp.tri
 
     def eye_or_tri(n: Any, m: Any, k: Any) -> Any:
-        rows, cols, offset = static_ints((n, m, k))
+        rows, cols, offset = static_ints((n, n if m is None else m, k))  # a None argument: as many columns as rows
         return build(rows, cols, offset, dtype=op.dtype)
 
     return eye_or_tri

@@ -52,6 +52,7 @@ from aesara.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, IncSu
 from aejax.linker.errors import LoweringError
 from aejax.linker.graph.scan_layout import ScanLayout
 from aejax.linker.graph.value_bounds import ValuesWithin
+from aejax.linker.lengths.concrete import is_symbolic
 from aejax.linker.lengths.ragged import Masked, Ragged
 
 ELEMENTS_OF_FIRST_INPUT = (Subtensor, AdvancedSubtensor1, AdvancedSubtensor, DimShuffle, Unbroadcast, SpecifyShape)
@@ -365,6 +366,6 @@ def _traced_axis(value: Any, axis: int) -> Interval:
         rows = value.buffer.shape
         return (0, rows[0]) if axis == 0 else (rows[axis], rows[axis])
     shape = getattr(value, "shape", None)
-    if shape is None or axis >= len(shape):
-        return None
+    if shape is None or axis >= len(shape) or is_symbolic(shape[axis]):
+        return None  # not an array, or a symbolic dimension of jax.export: no static bound
     return shape[axis], shape[axis]

@@ -35,6 +35,12 @@ def is_traced(value: Any) -> bool:
     return isinstance(value, (jax.core.Tracer, *RUN_TIME_LENGTH))
 
 
+def is_symbolic(size: Any) -> bool:
+    """Whether a length of a value's shape is a symbolic dimension of `jax.export`, known only when the exported
+    program runs (not a Python or numpy integer)."""
+    return not isinstance(size, (int, np.integer))
+
+
 def static_scalars(values: Any, what: str = "a size or shape") -> tuple[Any, ...]:
     """Python scalars of concrete values; `NotStaticError` saying ``what`` must be static if one is traced."""
     try:

@@ -80,6 +80,15 @@ def _static_key(value: Any) -> Any:
     return array.item() if array.ndim == 0 else tuple(array.tolist())
 
 
+def _static_value(key: Any, var: Variable) -> Any:
+    """The value a static input enters the traced function with: its key in ``var``'s dtype.
+
+    ``None`` stays ``None``: Aesara passes a ``None`` argument to the graph as
+    it is (``eye(n, None)`` means ``eye(n, n)``).
+    """
+    return None if key is None else np.asarray(key, dtype=var.type.dtype)
+
+
 def _first_call(program: Callable[..., Any], args: Sequence[Any]) -> Any:
     """The first call of a new ``program``: JAX's warning that a donated buffer found no output to go to is not shown.
 
@@ -253,7 +262,7 @@ class StaticInputProgram:
 
     def _compile(self, discovered: Discovered, key: tuple[Any, ...]) -> Callable[..., Any]:
         inputs = self.inputs
-        statics = {pos: np.asarray(key[pos], dtype=inputs[pos].type.dtype) for pos in discovered.static_positions}
+        statics = {pos: _static_value(key[pos], inputs[pos]) for pos in discovered.static_positions}
         n_inputs = len(inputs)
         traced_fn = self.traced_fn
 

@@ -42,11 +42,10 @@ bound-sized buffer, and the matching output is `Ragged` with the same length.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any, NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from aesara.compile.mode import Mode, get_mode
@@ -62,7 +61,6 @@ from aesara.tensor.random.type import RandomType
 from aesara.tensor.shape import SpecifyShape, Unbroadcast
 from aesara.tensor.subtensor import IncSubtensor, Subtensor
 from jax import lax
-from jax.extend.core import jaxpr_as_fun
 
 from aejax.linker.checks import loop_end, loop_failure_start, loop_step, require
 from aejax.linker.dispatch.basic import jax_funcify
@@ -100,9 +98,11 @@ from aejax.linker.scan.carry import (
     write_rows,
 )
 from aejax.linker.scan.noise import ScanNoise
+from aejax.linker.scan.progress import Progress
 from aejax.linker.scan.row_bounds import bounds_request
 from aejax.linker.trace.loop_bodies import tracing_loop_body
 from aejax.linker.trace.lowering import LoweredGraph
+from aejax.linker.trace.replay import traced_once
 
 
 def check_steps(n_steps: Any, seqs: Sequence[Any], node: Any) -> None:
@@ -238,8 +238,11 @@ class Stepped(NamedTuple):
 class LoweredScan:
     """The JAX computation of one Scan node."""
 
-    def __init__(self, op: Scan, node: Any, inner: LoweredGraph, fgraph: FunctionGraph) -> None:
+    def __init__(
+        self, op: Scan, node: Any, inner: LoweredGraph, fgraph: FunctionGraph, progress: Progress | None = None
+    ) -> None:
         self.node = node
+        self.progress = progress  # an outermost Scan's bar (`aejax.linker.scan.progress`); None: none
         self.layout = ScanLayout.of(op)
         self.noise = ScanNoise(fgraph, self.layout, inner)
         self.inner = self.noise.inner
@@ -392,8 +395,8 @@ class LoweredScan:
         """``outer`` with the draws of the step's hoisted random variables taken before the loop (`ScanNoise`)."""
         if not self.noise.hoisted:
             return outer
-        shared, noise = self.noise.draw(outer.n_steps, outer.shared, self.first_step(outer), self.layout.as_while)
-        return outer._replace(shared=shared, noise=noise)
+        noise = self.noise.draw(outer.n_steps, outer.shared, self.first_step(outer), self.layout.as_while)
+        return outer._replace(noise=noise)
 
     def no_steps(self, mit_mot: list[Any], sots: list[Any], shared: list[Any]) -> list[Any]:
         nit_sots = [
@@ -534,7 +537,11 @@ class LoweredScan:
             return new._replace(mit_mot=mit_mot), ([w[0] for w in written], traces)
 
         start = self.start(plan, mm_windows)
-        final, (mm_traces, traces) = lax.scan(body, start, (seqs, mm_incoming, noise), length=n_steps)
+        xs = (seqs, mm_incoming, noise)
+        if self.progress is None:
+            final, (mm_traces, traces) = lax.scan(body, start, xs, length=n_steps)
+        else:
+            final, (mm_traces, traces) = self.progress.scan(body, start, xs, n_steps, self.node.op.name or "Scan")
         loop_end(final.failed)
         mm_results = [
             jnp.concatenate([trace, window, b[n_steps + window.shape[0] :]])[: b.shape[0]]
@@ -544,7 +551,7 @@ class LoweredScan:
         histories = (history_rows(b.shape[0], b[: sw.width], trace) for b, sw, trace in kept)
         sot_results = self.sot_results(plan, final.windows, histories)
         nit_results = [history_rows(size, None, trace) for size, trace in zip(sizes, traces[sum(plan.traced) :])]
-        return [*mm_results, *sot_results, *nit_results, *final.shared]
+        return [*mm_results, *sot_results, *nit_results, *self.noise.after_loop(final.shared, noise, n_steps)]
 
     def mit_mot_out_groups(self, outs: Sequence[Any]) -> list[list[Any]]:
         """A step's mit-mot outputs (flat), grouped per mit-mot."""
@@ -600,26 +607,8 @@ class LoweredScan:
             ordered_history(b, final.step, offset, n_steps, lay.as_while) for b, offset in zip(final.buffers, offsets)
         )
         sot_results = self.sot_results(plan, final.carry.windows, laid_out)
-        return [*final.carry.mit_mot, *sot_results, *laid_out, *final.carry.shared]
-
-
-def traced_once(fn: Callable[..., Any], *example: Any) -> tuple[Callable[..., Any], Any]:
-    """``fn`` traced once on ``example``: a function replaying that trace, and the types of its result.
-
-    The replay takes arguments of ``example``'s types and computes what ``fn``
-    computed when traced (its jaxpr, with the values it closed over).
-
-    Replaying the recorded jaxpr costs far less than tracing ``fn`` again: a
-    Scan's step lowers every Scan nested in it each time it is traced.
-    """
-    closed, result = jax.make_jaxpr(fn, return_shape=True)(*example)
-    tree = jax.tree_util.tree_structure(result)
-    replay = jaxpr_as_fun(closed)
-
-    def replayed(*args: Any) -> Any:
-        return jax.tree_util.tree_unflatten(tree, replay(*jax.tree_util.tree_leaves(args)))
-
-    return replayed, result
+        shared = self.noise.after_loop(final.carry.shared, noise, final.step)
+        return [*final.carry.mit_mot, *sot_results, *laid_out, *shared]
 
 
 def stepping_on_host(node: Apply) -> Apply:
@@ -733,10 +722,11 @@ def invariants_moved_out(fgraph: FunctionGraph) -> bool:
 
 
 @jax_funcify.register(Scan)
-def _scan(op: Scan, node: Any = None, **kwargs: Any) -> LoweredScan:
+def _scan(op: Scan, node: Any = None, progress: Progress | None = None, **kwargs: Any) -> LoweredScan:
     inner = merged_inner_graph(op.fgraph)
     scan_rewrites.rewrite(inner)
     asked = rewrites_asked_by(op.mode)
     if asked is not None:
         asked.rewrite(inner)
-    return takes_run_time_lengths(LoweredScan(op, node, jax_funcify(inner, **kwargs), inner), ragged=True, ranges=True)
+    lowered = LoweredScan(op, node, jax_funcify(inner, **kwargs), inner, progress)  # nested Scans get no bar
+    return takes_run_time_lengths(lowered, ragged=True, ranges=True)

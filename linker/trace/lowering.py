@@ -12,6 +12,9 @@ shapes concrete while JAX traces it (the values that must be concrete:
 - Every other node runs its JAX lowering; outputs are cast to the dtype the
   graph declares, so JAX's promotion rules never change a graph's types.
 
+The nodes only one branch of an `IfElse` needs run inside that branch, as
+Aesara runs them: only if it is taken (`aejax.linker.trace.branches`).
+
 A failing node raises `LoweringError` naming the node and its traced inputs.
 Three kinds of errors pass through unchanged: a `ValueCheckError` (a lowering
 found the graph's values invalid), the exception an Op declares it raises
@@ -21,7 +24,8 @@ node whose bounds the program should make static).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import ChainMap
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import jax
@@ -49,7 +53,7 @@ from aejax.linker.errors import (
 )
 from aejax.linker.lengths import masked
 from aejax.linker.lengths.bounds import BoundsNeeded, length_bound, tracing
-from aejax.linker.lengths.concrete import is_shape_failure, is_traced
+from aejax.linker.lengths.concrete import is_shape_failure, is_symbolic, is_traced
 from aejax.linker.lengths.consumers import run_time_lengths_taken
 from aejax.linker.lengths.ragged import (
     RUN_TIME_LENGTH,
@@ -61,6 +65,7 @@ from aejax.linker.lengths.ragged import (
     rows_padded,
     selected_rows_first,
 )
+from aejax.linker.trace.branches import VALUE_FAILURES, Branch, branch_inputs, if_else, plan_branches
 
 FOLD_LIMIT = 64
 """Largest number of elements a value may have to be computed with numpy while tracing."""
@@ -154,6 +159,8 @@ def reference_failure(node: Apply, args: Sequence[Any]) -> Exception | None:
     """
     if not all(is_numeric(var) for var in node.inputs) or any(isinstance(a, RUN_TIME_LENGTH) for a in args):
         return None
+    if any(is_symbolic(size) for arg in args for size in np.shape(arg)):
+        return None  # a symbolic dimension of jax.export: no zeros of that shape to try
     host_args = [
         np.zeros(np.shape(arg), var.type.dtype) if is_traced(arg) else host_value(arg, var)
         for arg, var in zip(args, node.inputs)
@@ -282,6 +289,7 @@ class LoweredGraph:
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.steps = list(steps)
+        self.branches = plan_branches(self.steps, self.outputs)
 
     @classmethod
     def of(cls, fgraph: FunctionGraph, funcify: Callable[..., Callable[..., Any]], **kwargs: Any) -> LoweredGraph:
@@ -291,25 +299,63 @@ class LoweredGraph:
     def __call__(self, *inputs: Any) -> tuple[Any, ...]:
         env: dict[Variable, Any] = dict(zip(self.inputs, inputs))
         with tracing(env):
-            for node, fn in self.steps:
-                if type(fn) is DeferredLowering:
-                    fn = fn.lowering()
-                args = _ranges_bounded(node, fn, [lookup(env, var) for var in node.inputs])
-                try:
-                    outputs = run_node(node, _taking_run_time_lengths(node, fn, args), args)
-                except LoweringError as error:
-                    needs_length = error.needs_static and error.node is node
-                    source = _run_time_length_source(node, env, self.inputs) if needs_length else None
-                    if source is None:
-                        raise
-                    outputs = _rows_of_run_time_length(node, fn, args)
-                    if outputs is None:
-                        raise NeedsSplit(source) from error
-                env.update(zip(node.outputs, outputs))
+            self._run(self.branches.outside, env)
         return tuple(lookup(env, var) for var in self.outputs)
 
+    def _run(self, steps: Sequence[Step], env: MutableMapping[Variable, Any]) -> None:
+        """Run ``steps`` in order into ``env``; an IfElse runs the steps only its branches need (`branches`)."""
+        for node, fn in steps:
+            if node in self.branches.branches:
+                outputs = self._if_else(node, env)
+            else:
+                outputs = self._outputs(node, fn, env)
+            env.update(zip(node.outputs, outputs))
 
-def _run_time_length_source(node: Apply, env: dict[Variable, Any], inputs: Sequence[Variable]) -> Apply | None:
+    def _outputs(self, node: Apply, fn: Callable[..., Any], env: MutableMapping[Variable, Any]) -> list[Any]:
+        """The outputs of ``node`` from its lowering ``fn``, on its inputs' values in ``env``."""
+        if type(fn) is DeferredLowering:
+            fn = fn.lowering()
+        args = _ranges_bounded(node, fn, [lookup(env, var) for var in node.inputs])
+        try:
+            return run_node(node, _taking_run_time_lengths(node, fn, args), args)
+        except LoweringError as error:
+            needs_length = error.needs_static and error.node is node
+            source = _run_time_length_source(node, env, self.inputs) if needs_length else None
+            if source is None:
+                raise
+            outputs = _rows_of_run_time_length(node, fn, args)
+            if outputs is None:
+                raise NeedsSplit(source) from error
+            return outputs
+
+    def _if_else(self, node: Apply, env: MutableMapping[Variable, Any]) -> list[Any]:
+        """The outputs of IfElse ``node``, each branch's own steps run only inside it (`if_else`)."""
+        then, otherwise = self.branches.branches[node]
+        condition = lookup(env, node.inputs[0])
+        failures = VALUE_FAILURES + then.raises + otherwise.raises
+        try:
+            values = if_else(
+                node, condition, self._branch(then, node, 0, env), self._branch(otherwise, node, 1, env), failures
+            )
+        except NotStaticError as error:
+            raise traced_failure(node, [condition], error) from error
+        return [_declared(value, var) for value, var in zip(values, node.outputs)]
+
+    def _branch(
+        self, branch: Branch, node: Apply, side: int, env: MutableMapping[Variable, Any]
+    ) -> Callable[[], list[Any]]:
+        """Branch ``side`` of IfElse ``node``: its steps run on top of ``env``, which keeps none of their values."""
+
+        def values() -> list[Any]:
+            inner = ChainMap({}, env)
+            with tracing(inner):
+                self._run(branch.steps, inner)
+            return [lookup(inner, var) for var in branch_inputs(node, side)]
+
+        return values
+
+
+def _run_time_length_source(node: Apply, env: Mapping[Variable, Any], inputs: Sequence[Variable]) -> Apply | None:
     """The node that made a value of run-time length in ``env`` from which ``node``'s inputs are computed, if any."""
     for var in ancestors(node.inputs, blockers=inputs):
         if var.owner is not None and var not in inputs and isinstance(env.get(var), (Ragged, Masked)):
@@ -484,7 +530,7 @@ def _needing_bounds(var: Variable) -> Callable[..., Any]:
     return needs_bounds
 
 
-def lookup(env: dict[Variable, Any], var: Variable) -> Any:
+def lookup(env: Mapping[Variable, Any], var: Variable) -> Any:
     """The value of ``var`` in ``env``, or its data if it is a constant."""
     if isinstance(var, Constant):
         return var.data

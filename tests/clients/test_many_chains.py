@@ -23,6 +23,11 @@ def logprob(q):
 
 def nuts_chain(transitions, seed=11):
     """``transitions`` NUTS transitions from ``q0`` as one Scan, exported: the positions and acceptance probabilities."""
+    return aejax.linker.jaxify(*nuts_graph(transitions, seed))
+
+
+def nuts_graph(transitions, seed=11):
+    """``([q0], [positions, acceptance probabilities], updates)`` of ``transitions`` NUTS transitions in one Scan."""
     q0 = at.dvector("q0")
     kernel = nuts.new_kernel(RandomStream(seed), logprob)
 
@@ -34,7 +39,7 @@ def nuts_chain(transitions, seed=11):
     (positions, _, _, accepts), updates = aesara.scan(
         transition, outputs_info=[q0, energy, grad, None], n_steps=transitions
     )
-    return aejax.linker.jaxify([q0], [positions, accepts], updates)
+    return [q0], [positions, accepts], updates
 
 
 def one_chain(graph):

@@ -55,6 +55,16 @@ def test_random_outputs_keep_the_dimensions_of_their_type_even_where_the_referen
 
 
 def test_a_scalar_of_the_reference_where_the_type_has_a_0d_array_is_compared_as_an_array():
-    assert difference(np.float64(3.0), np.array(3.0), ndim=0) is None
-    assert difference(np.float64(3.0), np.array(4.0), ndim=0).startswith("values differ")
+    assert difference(np.float64(3.0), np.array(3.0), ndim=0, kind="array") is None
+    assert difference(np.float64(3.0), np.array(4.0), ndim=0, kind="array").startswith("values differ")
     assert difference(np.float64(3.0), np.array(3.0)) is not None
+
+
+def test_a_reference_that_strays_from_the_output_type_is_compared_in_values_where_aejax_does_not():
+    assert difference(jnp.array(10.0), np.float64(10.0), ndim=0, kind="NumPy scalar") is None
+    assert difference(jnp.array(10.0), np.float64(11.0), ndim=0, kind="NumPy scalar").startswith("values differ")
+    shape = (jnp.array(20), jnp.array(3))
+    assert difference(shape, np.array([20, 3]), ndim=1, kind="array") is None
+    assert difference(shape, np.array([20, 4]), ndim=1, kind="array").startswith("values differ")
+    assert difference(np.array([20, 3]), [20, 3], ndim=1, kind="array").startswith("a list")
+    assert difference(np.array(3.0), np.float64(3.0), ndim=0, kind="array").startswith("a NumPy scalar")

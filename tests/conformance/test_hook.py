@@ -202,3 +202,19 @@ def test_an_unsorted_topk_is_compared_in_any_order(redirect):
     f = aesara.function([x], topk(x, 2, sorted=False))
     assert sorted(f(np.array([3.0, 1.0, 4.0, 1.5]))) == [3.0, 4.0]
     assert redirect.incidents == []
+
+
+def test_the_reference_gets_arguments_as_aligned_and_writeable_as_the_test_passed_them(redirect):
+    x = at.dvector("x")
+    f = aesara.function([x], x * 2, mode="FAST_COMPILE")
+    unaligned = np.zeros(4, dtype="b1,f8")["f1"]
+    assert not unaligned.flags.aligned
+    with pytest.raises(TypeError):
+        f(unaligned)
+    assert redirect.incidents == []
+    read_only = np.ones(3)
+    read_only.flags.writeable = False
+    nested = hook.faithful_copy(({"a": [read_only, unaligned]},))[0]["a"]
+    assert not nested[0].flags.writeable and not nested[1].flags.aligned
+    np.testing.assert_array_equal(nested[0], read_only)
+    assert nested[0] is not read_only

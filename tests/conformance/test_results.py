@@ -1,10 +1,12 @@
 """The classification of a conformance report against expected.toml."""
 
+import json
 from pathlib import Path
 
 import pytest
 
-from conformance.results import Expected, classify, load_expected, table
+from conformance.results import Expected, aborted, classify, load_expected, table
+from conformance.run import main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,7 +47,7 @@ def test_each_test_lands_in_one_column():
         "t.py::ok": "passed",
         "t.py::xpass": "passed",
         "t.py::listed": "failed as expected",
-        "t.py::fixed": "now pass",
+        "t.py::fixed": "listed but passing",
         "t.py::wrong": "wrong values",
         "t.py::crash": "failed unexpectedly",
         "t.py::skip": "skipped",
@@ -61,3 +63,41 @@ def test_an_unknown_category_is_refused(tmp_path: Path):
     path.write_text('[[s]]\ntest = "t.py::x"\ncategory = "flaky"\nreason = "r"\n')
     with pytest.raises(ValueError, match="category 'flaky'"):
         load_expected(path)
+
+
+def reclassified(tmp_path: Path, outcome: str, capsys: pytest.CaptureFixture) -> tuple[int, str]:
+    """The runner's exit status and table for a report in which the listed test ``t.py::listed`` ended so."""
+    (tmp_path / "expected.toml").write_text('[[s]]\ntest = "t.py::listed"\ncategory = "known-bug"\nreason = "r"\n')
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "s.jsonl").write_text(json.dumps(line("t.py::listed", outcome)) + "\n")
+    status = main(["--reclassify", str(results), "--expected", str(tmp_path / "expected.toml")])
+    return status, capsys.readouterr().out
+
+
+def test_a_listed_failure_that_passes_fails_the_run(tmp_path: Path, capsys: pytest.CaptureFixture):
+    status, text = reclassified(tmp_path, "passed", capsys)
+    assert status == 1
+    assert "| listed but passing |" in text.splitlines()[0] and "| s | 0 | 0 | 0 | 0 | 1 | 0 |" in text
+    assert "### s: listed but passing (1)" in text and "`t.py::listed`" in text
+
+
+def test_a_listed_failure_that_fails_passes_the_run(tmp_path: Path, capsys: pytest.CaptureFixture):
+    status, text = reclassified(tmp_path, "failed", capsys)
+    assert status == 0
+    assert "s: failed as expected by category: known-bug 1" in text
+
+
+def test_a_flaky_entry_counts_a_pass_as_passed_and_a_failure_as_expected():
+    expected = [Expected("t.py::sometimes", "internals", "r", flaky=True)]
+    for outcome, column in (("passed", "passed"), ("failed", "failed as expected")):
+        result = classify("s", [line("t.py::sometimes", outcome)], expected, 1.0)
+        assert [row.column for row in result.rows] == [column] and not result.bad
+
+
+def test_a_run_pytest_could_not_start_fails_whatever_its_report_holds():
+    result = classify("s", [line("t.py::ok", "passed")], [], 1.0)
+    assert not result.bad
+    result.aborted = aborted(4)
+    assert result.bad and "s: pytest ended with status 4: a usage error" in table([result], details=True)
+    assert aborted(0) == aborted(1) == ""

@@ -4,13 +4,16 @@ import warnings
 
 import aesara
 import aesara.tensor as at
+import jax
+import jax.experimental
 import numpy as np
 import pytest
 from aesara.gradient import verify_grad
 from aesara.tensor import nlinalg, slinalg
+from jax import export
 
 import aejax.linker
-from aejax.linker import CallbackWarning
+from aejax.linker import CallbackWarning, jaxify
 from tests.reference import assert_matches_reference, assert_raises_like_reference, compile_both
 
 rng = np.random.default_rng(11)
@@ -195,3 +198,90 @@ def test_generalized_eigvalsh_gradients_are_the_numerical_ones():
     a_value = rng.normal(size=(4, 4))
     values = [a_value + a_value.T, SPD]
     verify_grad(lambda a, b: slinalg.eigvalsh(a, b).dot(np.arange(1.0, 5.0)), values, rng=rng, mode=aejax.linker.mode)
+
+
+CPU_ONLY = pytest.mark.skipif(jax.default_backend() != "cpu", reason="numpy's double precision is the CPU program's")
+
+
+def _symmetric(a):
+    return a + a.T
+
+
+NUMPY_LINALG = [
+    pytest.param(lambda x: nlinalg.eigh(x), _symmetric, id="eigh"),
+    pytest.param(lambda x: nlinalg.Eigh("U")(x), _symmetric, id="eigh upper"),
+    pytest.param(lambda x: nlinalg.svd(x), None, id="svd"),
+    pytest.param(lambda x: nlinalg.svd(x, full_matrices=False), None, id="svd reduced"),
+    pytest.param(lambda x: nlinalg.svd(x, compute_uv=False), None, id="singular values"),
+    pytest.param(nlinalg.matrix_inverse, None, id="matrix_inverse"),
+    pytest.param(nlinalg.Inv(), None, id="Inv"),
+    pytest.param(nlinalg.det, None, id="det"),
+    pytest.param(lambda x: list(nlinalg.qr(x)), None, id="qr"),
+    pytest.param(lambda x: nlinalg.tensorinv(x, ind=1), None, id="tensorinv"),
+    pytest.param(lambda x: nlinalg.lstsq(x, x[:, :2], np.float32(-1))[0], None, id="lstsq"),
+]
+
+
+@CPU_ONLY
+@pytest.mark.parametrize("build, prepare", NUMPY_LINALG)
+def test_float32_linear_algebra_is_numpys_double_precision_rounded(build, prepare):
+    """numpy computes a float32 matrix in float64 and rounds the results: each value is the reference's to its last
+    bit, or within float64's error of it (for values far smaller than the largest). JAX's float32 computation was up
+    to 10^7 times that apart (eigenvectors of nearby eigenvalues), or flipped eigenvectors' signs."""
+    x = at.fmatrix("x")
+    reference, ours = compile_both([x], build(x))
+    for seed in range(4):
+        value = np.random.default_rng(seed).normal(size=(6, 6)).astype("float32")
+        value = value if prepare is None else prepare(value)
+        expected, got = reference(value), ours(value)
+        for e, g in zip(*(v if isinstance(v, list) else [v] for v in (expected, got))):
+            e, g = np.asarray(e), np.asarray(g)
+            assert (g.shape, g.dtype) == (e.shape, e.dtype) or g.dtype == "float64"  # Lstsq declares float64
+            tolerance = np.spacing(np.abs(e)) + 1e-12 * np.abs(e).max()
+            assert np.all(np.abs(g.astype("float64") - e) <= tolerance), (seed, g, e)
+
+
+@CPU_ONLY
+def test_float32_pinv_keeps_the_singular_values_numpy_keeps():
+    """numpy's ``pinv`` inverts singular values above 1e-15 times the largest (JAX's, above 10 * 2 float32 epsilons):
+    a float32 matrix with singular values 1 and 1e-6 has a pseudo-inverse of norm 1e6."""
+    x = at.fmatrix("x")
+    rotation = np.array([[0.6, -0.8], [0.8, 0.6]])
+    value = (rotation @ np.diag([1.0, 1e-6]) @ rotation.T).astype("float32")
+    for hermitian in (False, True):
+        got = assert_matches_reference([x], nlinalg.pinv(x, hermitian=hermitian), value, rtol=1e-6)
+        assert np.abs(got[0]).max() > 1e5
+
+
+def test_float32_linear_algebra_without_x64_stays_float32():
+    """A program without x64 has no double precision: it computes in float32, near numpy's values."""
+    x = at.fmatrix("x")
+    outputs = [nlinalg.eigh(_symmetric(x))[0], nlinalg.matrix_inverse(x), nlinalg.svd(x, compute_uv=False)]
+    value = rng.normal(size=(5, 5)).astype("float32")
+    expected = aesara.function([x], outputs, mode="FAST_COMPILE")(value)
+    got = aesara.function([x], outputs, mode=aejax.linker.mode.with_x64(False))(value)
+    for e, g in zip(expected, got):
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5 * np.abs(e).max())
+
+
+@pytest.mark.parametrize("build", [nlinalg.eigh, nlinalg.matrix_inverse, nlinalg.det, nlinalg.qr])
+def test_float32_linear_algebra_for_an_accelerator_holds_no_float64(build):
+    """The double precision branch is the CPU's only: a program exported for a TPU or a GPU computes in float32."""
+    x = at.fmatrix("x")
+    with jax.experimental.enable_x64(True):
+        graph = jaxify([x], build(x))
+        argument = jax.ShapeDtypeStruct((3, 3), np.float32)
+        modules = {
+            platform: export.export(jax.jit(graph.fn), platforms=[platform])(graph.state, argument).mlir_module()
+            for platform in ("cpu", "tpu", "cuda")
+        }
+    assert "f64" in modules["cpu"]
+    assert "f64" not in modules["tpu"] and "f64" not in modules["cuda"]
+
+
+@CPU_ONLY
+@pytest.mark.parametrize("build", [nlinalg.matrix_inverse, lambda a: nlinalg.tensorinv(a, ind=1)])
+def test_a_singular_float32_matrix_raises_lin_alg_error_from_the_double_precision_branch(build):
+    a = at.fmatrix("a")
+    assert_raises_like_reference([a], build(a), (SINGULAR.astype("float32"),), LinAlgError, "singular")

@@ -16,7 +16,7 @@ from scipy import stats
 
 import aejax.linker
 from aejax.adapters.threefry import SAME_BITS_AS, THREEFRY_UNROLLED, key_impl
-from aejax.linker.dispatch.random import hashed_where_traced
+from aejax.linker.dispatch.random import STREAM_STEP, advanced, hashed_where_traced
 
 N = 4000
 LEGACY = np.random.RandomState
@@ -267,3 +267,20 @@ def test_a_draw_outside_loops_gives_the_bits_and_key_of_the_unrolled_implementat
     assert jax.random.key_impl(once_key) == jax.random.key_impl(key)
     np.testing.assert_array_equal(jax.random.key_data(once_key), jax.random.key_data(new_key))
     np.testing.assert_array_equal(once_sample, sample)
+
+
+@pytest.mark.parametrize("impl", [THREEFRY_UNROLLED, SAME_BITS_AS, "rbg"])
+def test_advancing_a_key_adds_steps_times_the_stream_step_to_its_last_64_bits(impl):
+    data = np.zeros(jax.random.key_data(jax.random.key(0, impl=key_impl(impl))).shape, np.uint32)
+    data[-2:] = [0x00000001, 0xFFFFFFF0]  # a low word that overflows on the first step
+    key = jax.random.wrap_key_data(jnp.asarray(data), impl=key_impl(impl))
+    start = (1 << 32) + 0xFFFFFFF0
+    step = (int(STREAM_STEP[0]) << 32) + int(STREAM_STEP[1])
+    steps = np.array([0, 1, 2, 3, 2**20, 2**32 - 1], np.uint32)
+    moved = jax.random.key_data(advanced(key, steps))
+    expected = [(start + int(n) * step) % 2**64 for n in steps]
+    assert [(int(hi) << 32) + int(lo) for hi, lo in np.asarray(moved)[:, -2:]] == expected
+    np.testing.assert_array_equal(np.asarray(moved)[:, :-2], np.broadcast_to(data[:-2], (len(steps), len(data) - 2)))
+    assert jax.random.key_impl(advanced(key, 1)) == jax.random.key_impl(key)
+    again = jax.random.key_data(advanced(advanced(key, 3), 2**20 - 3))
+    np.testing.assert_array_equal(again, moved[4])

@@ -1,4 +1,7 @@
-"""``arange`` bit for bit the reference's: numpy fills a range with ``start + i * ((start + step) - start)``."""
+"""``arange`` bit for bit the reference's: numpy fills a range with ``start + i * ((start + step) - start)``.
+
+And ``eye``/``tri`` given ``None`` for ``M`` (as many columns as rows), as Aesara passes it to the graph.
+"""
 
 import aesara.tensor as at
 import numpy as np
@@ -33,3 +36,14 @@ def test_arange_of_constants_is_the_references_bit_for_bit(bounds, dtype):
 def test_arange_of_integer_inputs_in_any_dtype_is_the_references(dtype):
     start, stop, step = at.lscalars(3)
     _assert_identical([start, stop, step], at.arange(start, stop, step, dtype=dtype), -(2**20), 2**20 + 70000, 3)
+
+
+@pytest.mark.parametrize("build", [at.eye, at.tri], ids=["eye", "tri"])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "complex64"])
+def test_eye_and_tri_given_none_for_m_are_square_as_in_the_reference(build, dtype):
+    n, m, k = at.iscalars("n", "m", "k")
+    reference, ours = compile_both([n, m, k], build(n, m, k, dtype=dtype))
+    for args in [(3, None, 0), (4, None, -1), (3, 5, 1), (2, None, 1)]:
+        expected, got = reference(*args), np.asarray(ours(*args))
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)

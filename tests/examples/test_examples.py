@@ -115,6 +115,29 @@ def test_nuts_example(in_tmp, capsys):
     assert abs(np.corrcoef(positions.reshape(-1, 2).T)[0, 1] - 0.5) < 0.15
 
 
+@pytest.mark.filterwarnings("error:the check:UserWarning")  # every check of the graph is checked
+def test_many_chains_example(in_tmp, capsys):
+    pytest.importorskip("arviz")
+    example = load("many_chains")
+    result = example.main(chains=8, draws=150)
+    out = capsys.readouterr().out
+    idata = result["idata"]
+    assert dict(idata.posterior["beta"].sizes) == {"chain": 8, "draw": 150, "coefficient": 3}
+    positions = result["positions"]
+    assert len({tuple(chain[0]) for chain in positions}) == 8  # the chains are distinct
+    assert np.all((result["accepts"] >= 0) & (result["accepts"] <= 1 + 1e-12))
+    # The exact posterior is computed here independently of the example's own formula.
+    X, y = example.regression_data()
+    precision = X.T @ X + np.eye(3) / example.PRIOR_SD**2
+    exact_mean = np.linalg.solve(precision, X.T @ y)
+    exact_sd = np.sqrt(np.diag(np.linalg.inv(precision)))
+    drawn = positions.reshape(-1, 3)
+    assert np.all(np.abs(drawn.mean(0) - exact_mean) < 0.5 * exact_sd), (drawn.mean(0), exact_mean)
+    assert np.all(np.abs(drawn.std(0) / exact_sd - 1) < 0.3), drawn.std(0) / exact_sd
+    assert re.search(r"^largest R-hat 1\.\d{4}, below 1.01: (yes|no)$", out, re.M)
+    check_figure(in_tmp, "many_chains_trace.png", out)
+
+
 def test_newton_example(capsys):
     result = load("newton").main(size=1000, max_steps=200, calls=1, with_c=False)
     out = capsys.readouterr().out
