@@ -10,6 +10,7 @@ Importing it registers the mode ``"AEJAX"``, and its device-I/O variant
 
 from aejax.adapters.resident import register_resident_shared
 from aejax.linker import scan  # noqa: F401  (registers the Scan lowering)
+from aejax.linker.call.copies import SharedCopyWarning
 from aejax.linker.call.device_call import JaxArgumentError
 from aejax.linker.call.function import AejaxFunction
 from aejax.linker.call.linker import JAXCodecLinker
@@ -70,6 +71,7 @@ __all__ = [
     "PrecisionWarning",
     "RecompileWarning",
     "ShapeInputWarning",
+    "SharedCopyWarning",
     "ScanKeepLast",
     "StaticInputProgram",
     "device_mode",

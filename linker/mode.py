@@ -41,7 +41,7 @@ from aesara.compile.mode import Mode, predefined_modes, register_mode
 from aejax.linker.call.function import AejaxDeviceFunctionMaker, AejaxFunctionMaker
 from aejax.linker.call.linker import JAXCodecLinker, JAXDeviceLinker
 from aejax.linker.rewrites import JAX_REWRITES
-from aejax.linker.scan.progress import Progress
+from aejax.linker.scan.progress import MIN_SECONDS, Progress
 
 MODE_NAME = "AEJAX"
 DEVICE_MODE_NAME = "AEJAX_DEVICE"
@@ -77,7 +77,9 @@ class AejaxMode(Mode):
         """The progress option `with_progress` set (`aejax.linker.scan.progress.Progress`); ``None``: no bars."""
         return getattr(self.linker, "progress", None)
 
-    def with_progress(self, every: int | bool | None = None, bar: Callable[..., Any] | None = None) -> AejaxMode:
+    def with_progress(
+        self, every: int | bool | None = None, bar: Callable[..., Any] | None = None, min_seconds: float = MIN_SECONDS
+    ) -> AejaxMode:
         """This mode, its functions showing a progress bar for each long loop while the program runs it.
 
         Each outermost Scan of a fixed number of steps (not one nested in
@@ -88,10 +90,14 @@ class AejaxMode(Mode):
         'aejax[progress]'``; without tqdm this raises `ImportError`).
         ``with_progress(False)`` turns them off: the program is then the one
         without this option. Each move costs a host callback (about 15 us
-        on the CPU): for loops of milliseconds or more.
+        on the CPU), and a program with bars 0.1 ms more a call: a function
+        whose call took under ``min_seconds`` (0.1 s) runs the next
+        ones without bars, until one takes longer again (0: bars on every
+        call; `aejax.linker.program.watched`).
         """
         mode = self.clone()
-        mode.linker.progress = None if every is False else Progress(None if every is True else every, bar)
+        every = None if every is True else every
+        mode.linker.progress = None if every is False else Progress(every, bar, min_seconds)
         return mode
 
 

@@ -7,6 +7,8 @@
 - `direct_call`: that call, and its fast path once a call has run.
 - `device_call`: the calls of the device-I/O mode ``"AEJAX_DEVICE"``:
   ``jax.Array`` arguments checked, not copied to the host; ``jax.Array`` outputs.
+- `copies`: the warning for a large shared variable held in numpy that every
+  call updates, so copies to the device and back.
 - `input_checks`: the arguments of an exported function (``jaxify``) checked
   against their inputs' Types while JAX traces it.
 

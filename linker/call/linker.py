@@ -38,12 +38,14 @@ from aejax.adapters import CodecError, KeyCodec, KeyPayloadSpec, StateCodec, cod
 from aejax.adapters.jax import NARROWED, as_key_codec
 from aejax.adapters.resident import ResidentStorage
 from aejax.adapters.threefry import key_impl
+from aejax.linker.call.copies import warn_of_copied_updates
 from aejax.linker.call.identity import graph_identity
 from aejax.linker.call.precision import program_x64, running_in
 from aejax.linker.dispatch import jax_funcify
 from aejax.linker.errors import InputValueError, LoweringError, rebuildable, variable_name
 from aejax.linker.program.saved_programs import ProgramStore, SavedAs
 from aejax.linker.program.segments import GraphProgram
+from aejax.linker.program.watched import WatchedProgram
 from aejax.linker.scan.progress import Progress
 from aejax.linker.trace.host_failures import raised_on_host
 from aejax.linker.trace.lowering import lower_nodes
@@ -374,20 +376,37 @@ class JAXCodecLinker(JITLinker):
             entries = self.create_thunk_inputs(storage_map, x64)
             exits = self.create_thunk_outputs(fgraph, storage_map, x64)
             donated = frozenset(mapping[out] for out in resident_updates(fgraph, storage_map))
-            identity = None if self.progress else graph_identity(fgraph, [*entries, *exits], donated)
-            store = ProgramStore.opened(identity)
+            warn_of_copied_updates(fgraph, storage_map)
+            if self.progress is not None:
+                return self._watched(fgraph, entries, exits, donated, x64)
+            store = ProgramStore.opened(graph_identity(fgraph, [*entries, *exits], donated))
             found = None if store is None else store.discovered()
-            options = {} if self.progress is None else {"progress": self.progress}
             return GraphProgram(
                 fgraph.inputs,
                 fgraph.outputs,
-                lower_nodes(fgraph, jax_funcify, deferred=found is not None, **options),  # lowered when traced, if ever
+                lower_nodes(fgraph, jax_funcify, deferred=found is not None),  # lowered when traced, if ever
                 entries,
                 exits,
                 donated=donated,
                 saved=None if store is None else SavedAs(store, found),
                 x64=x64,
             )
+
+    def _watched(
+        self, fgraph: Any, entries: list[BoundaryValue], exits: list[BoundaryValue], donated: frozenset[int], x64: bool
+    ) -> WatchedProgram:
+        """The program of ``fgraph`` with progress bars; never saved nor loaded: its bars call back into this process."""
+        boundary_of = (fgraph.inputs, fgraph.outputs)
+
+        def unwatched() -> GraphProgram:
+            with running_in(x64):
+                steps = lower_nodes(fgraph, jax_funcify, deferred=True)
+            return GraphProgram(*boundary_of, steps, entries, exits, donated=donated, x64=x64)
+
+        progress = self.progress
+        steps = lower_nodes(fgraph, jax_funcify, progress=progress)
+        options = {"unwatched": unwatched, "min_seconds": progress.min_seconds}
+        return WatchedProgram(*boundary_of, steps, entries, exits, donated=donated, x64=x64, **options)
 
     def jit_compile(self, program: GraphProgram) -> GraphProgram:
         return program

@@ -4,6 +4,7 @@
   nodes whose values have a run-time length.
 - `static_inputs`: `StaticInputProgram`, ``jax.jit`` of one segment, with the
   shape-deciding integer inputs made static when tracing needs them.
+- `watched`: `WatchedProgram`, a graph with progress bars and its twin without, for calls too short to watch.
 - `cache`: the bounded, thread-safe cache of compiled programs.
 - `persistent_cache`: JAX's persistent compilation cache, on by default, in Aesara's compile directory.
 - `packing`: small outputs of one dtype leave a program as one buffer.

@@ -23,7 +23,9 @@ A bar costs about 0.25 to 0.4 ms a call on the CPU (a program holding a
 callback is no longer run on the calling thread; tqdm opens and closes the
 bar) and 20 to 30 us a move: nothing measurable on a loop of a second, several
 times a loop of a fraction of a millisecond (docs/many_chains.md has the
-measurements).
+measurements). So a compiled function whose calls are shorter than
+`Progress.min_seconds` runs them without bars
+(`aejax.linker.program.watched`).
 ``until`` loops and loops whose number of steps is known only at run time
 have no bar: the number is not known while tracing.
 """
@@ -44,6 +46,9 @@ from aejax.linker.trace.replay import traced_once
 
 UPDATES = 20
 """How many times the bar of a loop moves when `Progress.every` is ``None``."""
+
+MIN_SECONDS = 0.1
+"""The default `Progress.min_seconds`: a call shorter than tqdm's refresh interval is over before its bar is redrawn."""
 
 INSTALL = "progress bars need tqdm: pip install 'aejax[progress]' (or pip install tqdm)"
 
@@ -70,10 +75,15 @@ class Progress:
         Makes a loop's bar, called as ``bar(total=n, desc=name)``; the bar
         needs ``update(steps)`` and ``close()``. ``None``: tqdm's
         (`tqdm_bar`).
+    min_seconds
+        A compiled function whose call took less than this runs its next
+        calls without bars, until one takes longer again
+        (`aejax.linker.program.watched`); 0: bars on every call.
     """
 
     every: int | None = None
     bar: Callable[..., Any] | None = None
+    min_seconds: float = MIN_SECONDS
 
     def __post_init__(self) -> None:
         every = self.every
@@ -81,6 +91,9 @@ class Progress:
             raise TypeError(f"with_progress(every=...) takes a number of steps (an int) or None, not {every!r}")
         if every is not None and every < 1:
             raise ValueError(f"with_progress(every=...) must be at least 1 step, not {every}")
+        seconds = self.min_seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0:
+            raise ValueError(f"with_progress(min_seconds=...) takes a number of seconds >= 0, not {seconds!r}")
         if self.bar is None:
             tqdm_bar()  # asking for progress without tqdm fails here, not in a callback
 

@@ -49,8 +49,9 @@ def recurrence(n_steps):
     return [x0, seq], [trace, doubled]
 
 
-def with_bars(inputs, outputs, bars, every=None, **kwargs):
-    return aesara.function(inputs, outputs, mode=aejax.linker.mode.with_progress(every, bars), **kwargs)
+def with_bars(inputs, outputs, bars, every=None, min_seconds=0.5, **kwargs):
+    mode = aejax.linker.mode.with_progress(every, bars, min_seconds=min_seconds)
+    return aesara.function(inputs, outputs, mode=mode, **kwargs)
 
 
 def test_the_bar_moves_every_k_steps_before_the_call_returns_and_the_values_are_the_reference_ones():
@@ -65,6 +66,39 @@ def test_the_bar_moves_every_k_steps_before_the_call_returns_and_the_values_are_
         np.testing.assert_allclose(g, e, rtol=1e-12)
     f(0.1, seq)
     assert bars.events[13:] == bars.events[:13]  # a bar for each call
+
+
+def test_calls_too_short_to_watch_run_without_bars_until_one_takes_longer():
+    bars = Bars()
+    inputs, outputs = recurrence(1000)
+    f = with_bars(inputs, outputs, bars, every=100)
+    reference = aesara.function(inputs, outputs, mode=REFERENCE)
+    opened = []
+    for call, x0 in enumerate(np.linspace(0.1, 0.9, 7)):
+        seq = np.full(1000, x0 / 10)
+        if call == 4:
+            f.vm.jit_fn.min_seconds = 0.0  # every call now counts as long: the next one has bars again
+        got = f(x0, seq) if call % 2 else f(x0=x0, seq=seq)  # the direct call and Aesara's path
+        for g, e in zip(got, reference(x0, seq)):
+            np.testing.assert_allclose(g, e, rtol=1e-12)
+        opened.append(sum(event[0] == "open" for event in bars.events))
+    # 1: compiles, with bars; 2: timed, short; 3 and 4: without (3 compiles the twin); 5: timed, long; 6, 7: bars
+    assert opened == [1, 2, 2, 2, 2, 3, 4]
+
+
+def test_with_min_seconds_zero_every_call_has_its_bar():
+    bars = Bars()
+    inputs, outputs = recurrence(50)
+    f = with_bars(inputs, outputs, bars, every=10, min_seconds=0)
+    for _ in range(4):
+        f(0.5, np.zeros(50))
+    assert bars.moves() == [10] * 20
+
+
+@pytest.mark.parametrize("seconds", [-1, "1", None, float("nan"), True])
+def test_min_seconds_must_be_a_number_of_seconds(seconds):
+    with pytest.raises(ValueError, match="min_seconds"):
+        aejax.linker.mode.with_progress(bar=Bars(), min_seconds=seconds)
 
 
 class Seen(Op):
