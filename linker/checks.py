@@ -18,7 +18,7 @@ Programs without checks are compiled as they are and pay nothing.
 A program given the buffers of its inputs to reuse (donated: the old value
 of an updated shared variable) cannot fail once it has started without
 losing them, so it is a `CheckedProgram`, given none, as soon as it has a
-check or a host call (`host_call_staged`).
+check or a callback (`callback_staged`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ _WARN, _DISCOVER, _CHECKED, _SHAPES_ONLY = "warn", "discover", "checked", "shape
 _DISCOVER_DONATING = "discover, inputs donated"
 _CONTEXT = contextvars.ContextVar("aejax_checks", default=_WARN)
 _CODES: contextvars.ContextVar[list[Any]] = contextvars.ContextVar("aejax_check_codes")
-_HOST_CALLS: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("aejax_host_calls", default=None)
+_CALLBACKS: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("aejax_callbacks", default=None)
 PASSED = -1
 """The failure code of a run in which every check held."""
 
@@ -162,7 +162,7 @@ def discovering(traced_fn: Callable[..., Any], donating: bool = False) -> Callab
     """``traced_fn`` tracing so that a check in it raises `NeedsChecks`.
 
     With ``donating`` (its program is given input buffers to reuse), so does
-    a host call (`host_call_staged`).
+    a callback (`callback_staged`).
     """
     context = _DISCOVER_DONATING if donating else _DISCOVER
 
@@ -172,27 +172,27 @@ def discovering(traced_fn: Callable[..., Any], donating: bool = False) -> Callab
     return discover
 
 
-def host_call_staged() -> None:
+def callback_staged() -> None:
     """Say that the program being traced calls the host, where an exception may fail it after it started.
 
     A program given donated buffers would have lost them by then, so it is
     traced again as a `CheckedProgram`, which is given none.
     """
     if _CONTEXT.get() == _DISCOVER_DONATING:
-        raise NeedsChecks("a host call in a program whose inputs are donated")
-    staged = _HOST_CALLS.get()
+        raise NeedsChecks("a callback in a program whose inputs are donated")
+    staged = _CALLBACKS.get()
     if staged is not None:
         staged.append(True)
 
 
 @contextmanager
-def recording_host_calls() -> Iterator[list[bool]]:
-    """A list that gets an entry for each host call staged in the block (a program holding one cannot be saved)."""
-    token = _HOST_CALLS.set([])
+def recording_callbacks() -> Iterator[list[bool]]:
+    """A list that gets an entry for each callback staged in the block (a program holding one cannot be saved)."""
+    token = _CALLBACKS.set([])
     try:
-        yield _HOST_CALLS.get()
+        yield _CALLBACKS.get()
     finally:
-        _HOST_CALLS.reset(token)
+        _CALLBACKS.reset(token)
 
 
 def with_checks(traced_fn: Callable[..., Any]) -> Callable[..., tuple[Any, Any]]:
@@ -218,8 +218,8 @@ class CheckedProgram:
         self._with_code: Callable[..., Any] = self.jitted
         self._checks: list[tuple[type, str]] | None = None  # None: the codes are numbers of this process's CHECKS
 
-    def running(self, with_code: Callable[..., Any], checks: list[tuple[type, str]]) -> CheckedProgram:
-        """This program computed by ``with_code`` (the same computation, saved by a process whose checks are ``checks``)."""
+    def running(self, with_code: Callable[..., Any], checks: list[tuple[type, str]] | None) -> CheckedProgram:
+        """This program computed by ``with_code``: the same computation, its codes numbering ``checks`` (``None``: `CHECKS`)."""
         twin = copy.copy(self)
         twin._with_code, twin._checks = with_code, checks
         return twin

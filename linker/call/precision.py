@@ -54,12 +54,21 @@ def wide_float_variables(fgraph: FunctionGraph) -> Iterator[Variable]:
 
 def graph_variables(inputs: Sequence[Variable], outputs: Sequence[Variable]) -> Iterator[Variable]:
     """The variables between ``inputs`` and ``outputs``, and those of every inner graph of their Ops, recursively
-    (Aesara's `HasInnerGraph`: a Scan's step, an `Elemwise`'s `Composite`)."""
-    yield from vars_between(inputs, outputs)
-    for node in applys_between(inputs, outputs):
-        op = node.op.scalar_op if isinstance(node.op, Elemwise) else node.op
-        if isinstance(op, HasInnerGraph):
-            yield from graph_variables(op.inner_inputs, op.inner_outputs)
+    (Aesara's `HasInnerGraph`: a Scan's step, an `Elemwise`'s `Composite`).
+
+    Each Op's inner graph is walked once, however many nodes hold the Op:
+    walked once per node, a NUTS chain's nested Scans and shared Composites
+    took minutes.
+    """
+    graphs, walked = [(inputs, outputs)], set()
+    while graphs:
+        inputs, outputs = graphs.pop()
+        yield from vars_between(inputs, outputs)
+        for node in applys_between(inputs, outputs):
+            op = node.op.scalar_op if isinstance(node.op, Elemwise) else node.op
+            if isinstance(op, HasInnerGraph) and id(op) not in walked:
+                walked.add(id(op))
+                graphs.append((op.inner_inputs, op.inner_outputs))
 
 
 def program_x64(fgraph: FunctionGraph, asked: bool | None, backend: str | None = None) -> bool:

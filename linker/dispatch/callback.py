@@ -2,7 +2,7 @@
 
 An Op with no JAX lowering is computed by its own numpy implementation,
 staged with `jax.pure_callback`; it then works under jit, inside loops and
-under vmap (one host call per batch element). JAX needs the outputs' shapes
+under vmap (one callback per batch element). JAX needs the outputs' shapes
 while tracing. They are the output types' static shapes where known, else the
 Op's ``infer_shape`` evaluated with the inputs' shapes (always known while
 tracing) and the values of the inputs that are not traced. A shape that needs
@@ -34,7 +34,7 @@ from aesara.tensor.exceptions import ShapeError
 from aesara.tensor.random.type import RandomStateType
 from aesara.tensor.type import DenseTensorType
 
-from aejax.linker.checks import host_call_staged
+from aejax.linker.checks import callback_staged
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
 from aejax.linker.trace.host_failures import UnknownShapesError, host_object_error, host_objects, recorded
 from aejax.linker.trace.lowering import fold, host_value, is_numeric, lookup, perform
@@ -168,7 +168,7 @@ def perform_callback(
                 raise recorded(error) from error
 
         result_types = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in zip(shapes, dtypes)]
-        host_call_staged()
+        callback_staged()
         results = jax.pure_callback(on_host, result_types, *[args[i] for i in staged], vmap_method="sequential")
         if not warned:
             warned = True

@@ -9,16 +9,19 @@ caller copies each buffer into numpy once and takes every packed output as
 a view of that copy (`PackedResults.unpacked`).
 
 What was packed where is the static part of the returned pytree, so it is
-fixed per compiled program and travels with every call's results.
+fixed per compiled program and travels with every call's results (and, as
+JSON, with a saved export's outputs: `aejax.linker.program.saved_programs`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from types import EllipsisType
 from typing import Any, NamedTuple
 
 import jax
+import jax.export
 import jax.numpy as jnp
 import numpy as np
 
@@ -71,6 +74,28 @@ jax.tree_util.register_pytree_node(
     PackedResults,
     lambda packed: ((packed.buffers, packed.others), packed.layout),
     lambda layout, children: PackedResults(*children, layout),
+)
+
+
+def _layout_data(layout: tuple[tuple[Piece, ...], ...]) -> bytes:
+    def index(i: Any) -> list[int]:
+        return [i.start, i.stop] if isinstance(i, slice) else [i[0]]
+
+    return json.dumps([[[p.output, index(p.index), p.shape] for p in pieces] for pieces in layout]).encode()
+
+
+def _layout(data: bytes) -> tuple[tuple[Piece, ...], ...]:
+    def piece(output: int, index: list[int], shape: list[int] | None) -> Piece:
+        return Piece(int(output), slice(*index) if len(index) == 2 else (index[0], ...), shape and tuple(shape))
+
+    return tuple(tuple(piece(*p) for p in pieces) for pieces in json.loads(data))
+
+
+jax.export.register_pytree_node_serialization(  # the layout as JSON data, for a program's saved export
+    PackedResults,
+    serialized_name=f"{PackedResults.__module__}.{PackedResults.__qualname__}",
+    serialize_auxdata=_layout_data,
+    deserialize_auxdata=_layout,
 )
 
 

@@ -9,17 +9,15 @@ is when the user chose a cache directory for JAX, or set
 ``AEJAX_PERSISTENT_CACHE=0`` in the environment. JAX caches only programs
 that took at least ``jax_persistent_cache_min_compile_time_secs`` (1 s by
 default) to compile. The setting is JAX's and process-wide: other JAX
-programs of the process are cached there too. Whole programs, which spare a
-new process the tracing as well, are kept beside it
-(`aejax.linker.program.saved_programs`).
+programs of the process are cached there too. The exports of whole
+programs, which spare a new process the tracing as well, are kept beside it
+(`aejax.linker.program.saved_programs`); their compiles are JAX's cache's.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import aesara
@@ -29,9 +27,6 @@ SWITCH = "AEJAX_PERSISTENT_CACHE"
 """The environment variable that turns the cache off when set to ``0``."""
 
 SUBDIRECTORY = "aejax-xla"
-
-CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
-"""The event JAX records when its persistent cache answers a compile (in the compiling thread)."""
 
 _lock = threading.Lock()
 _decided = False
@@ -54,43 +49,3 @@ def use_persistent_cache() -> None:
         if os.environ.get(SWITCH, "1") == "0" or jax.config.jax_compilation_cache_dir is not None:
             return
         jax.config.update("jax_compilation_cache_dir", str(cache_directory()))
-
-
-_answers = threading.local()
-_listening = False
-
-
-@contextmanager
-def recording_cache_answers() -> Iterator[list[str]]:
-    """A list that gets an entry for each compile of this thread that JAX's persistent cache answered in the block.
-
-    An executable the cache handed back was deserialized, and XLA:CPU
-    serializes such an executable again without its kernels: it cannot be
-    saved (`aejax.linker.program.saved_programs`).
-    """
-    _listen_for_cache_answers()
-    outer = getattr(_answers, "seen", None)
-    _answers.seen = seen = []
-    try:
-        yield seen
-    finally:
-        _answers.seen = outer
-        if outer is not None:
-            outer.extend(seen)
-
-
-def _listen_for_cache_answers() -> None:
-    """Register, once per process, the listener that notes JAX's cache answers in the thread's open record."""
-    global _listening
-    if _listening:
-        return
-    with _lock:
-        if not _listening:
-            jax.monitoring.register_event_listener(_note_cache_answer)
-            _listening = True
-
-
-def _note_cache_answer(event: str, **kwargs: object) -> None:
-    seen = getattr(_answers, "seen", None)
-    if event == CACHE_HIT_EVENT and seen is not None:
-        seen.append(event)

@@ -1,48 +1,47 @@
-"""Compiled programs kept across processes, so that a new process skips tracing and lowering.
+"""Programs kept across processes as `jax.export` exports, so that a new process skips tracing and lowering.
 
 JAX's persistent compilation cache (`aejax.linker.program.persistent_cache`)
-saves XLA's work, but it is asked only after the graph was traced (every
-node lowered, nested Scans included) and the trace lowered to StableHLO: for
-aehmc's NUTS that is most of what a second process still pays. A
-`ProgramStore` keeps the compiled executable itself
-(``jax.experimental.serialize_executable``), in ``<compiledir>/aejax-programs``
-beside JAX's cache, and finds it again by a key made of
+is asked only after the graph was traced (nested Scans included) and lowered
+to StableHLO: for aehmc's NUTS most of what a second process pays. With a
+`ProgramStore`, a program runs through its export (`ExportingProgram`): the
+first process compiles the export's call and saves the export in
+``<compiledir>/aejax-programs``; the next one compiles the same call, which
+JAX's cache answers. A program is found by a key made of what it computes
+(the caller's ``identity``: the digest of its graph,
+`aejax.linker.graph.fingerprint`, and of its boundary), how it is called
+(what tracing found out, `Discovered`; the call's shapes and static values,
+its arguments' dtypes and placement) and everything else it depends on
+(versions, aejax's sources, XLA's flags, the devices: `installation`,
+`backends`; JAX's and Aesara's settings, the ``AEJAX_*`` variables: `settings`).
 
-- what the program computes: the digest of its graph
-  (`aejax.linker.graph.fingerprint`) and of its boundary (the caller's
-  ``identity``: codecs, values left on the device, donated inputs);
-- how it is called: what tracing found out (`Discovered`: static inputs,
-  checks), the shapes and static values of the call, the dtypes and
-  placement of its arguments;
-- everything else the program depends on: the versions of Python, numpy,
-  Aesara, JAX and jaxlib, a digest of aejax's own source files and the
-  devices (`installation`, once per process), and JAX's and Aesara's
-  settings and the ``AEJAX_*`` environment (`settings`, for each program).
+An entry is data, never code: `MAGIC`, a JSON header (the format, the
+entry's full key, the payload's digest, the checks' exception classes by
+name) and the export's bytes; the hint of what tracing found out
+(`ProgramStore.discovered`) has no payload. A missing, truncated, damaged,
+foreign, swapped or newer entry is a miss (the program is traced, compiled
+and saved anew), and so is every entry of a store that cannot be read or
+written.
 
 The caller keeps a graph out of the store when that key cannot cover it (an
 Op lowered by code from elsewhere, a value the fingerprint cannot capture);
-a program is saved only if its trace staged no host call (a Python callback
-cannot be saved), only if it holds no custom call but jaxlib's LAPACK
-kernels (set up before a load; another may need a set-up that only its
-lowering does), only if XLA compiled it in this process (XLA:CPU serializes
-an executable that JAX's persistent cache handed back without its kernels,
-so a process loading it would fail to run it), and only if tracing and
-compiling it took at least JAX's
-``jax_persistent_cache_min_compile_time_secs``. ``AEJAX_PERSISTENT_CACHE=0``
-turns the store off with JAX's cache. Warnings given while tracing are not
-given again when a program is loaded.
+a program is saved only if JAX can export it (no callback, no custom call
+without JAX's stability guarantee), runs on one device, and took at least
+JAX's ``jax_persistent_cache_min_compile_time_secs`` to trace and compile.
+``AEJAX_PERSISTENT_CACHE=0`` turns the store off with JAX's cache. Warnings
+given while tracing are not given again when a program is loaded.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import pickle
-import platform
-import re
 import sys
-import tempfile
+import threading
+import time
+import weakref
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -50,26 +49,24 @@ from typing import Any, NamedTuple
 
 import aesara
 import jax
+import jax.export
 import jaxlib
 import jaxlib.lapack
 import numpy as np
-from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
 import aejax.adapters
-from aejax.linker.program.persistent_cache import (
-    SWITCH,
-    cache_directory,
-    recording_cache_answers,
-    use_persistent_cache,
-)
+from aejax.linker.checks import CheckedProgram, callback_staged, recording_callbacks
+from aejax.linker.program.persistent_cache import SWITCH, cache_directory, use_persistent_cache
 
-FORMAT = 2
-"""The version of the saved entries' layout; entries of another version are never read."""
+FORMAT = 3
+"""The version of the entries' layout; an entry of another version is a miss."""
+
+MAGIC = b"aejax program store\n"
 
 SUBDIRECTORY = "aejax-programs"
 
-LAPACK_PREFIX = "lapack_"
-"""The custom calls of JAX's LAPACK kernels, the only custom calls a saved program may hold (`_set_up_lapack`)."""
+STALE_SECONDS = 3600
+"""A temporary file of a save older than this is removed, even if its process still runs."""
 
 
 @dataclass(frozen=True)
@@ -90,24 +87,52 @@ class SavedAs(NamedTuple):
     """Whether the program just traced can be replayed from a save (its outputs have static lengths)."""
 
 
-class LoadedProgram:
-    """An executable loaded from the store, called in place of the jitted program it was compiled from.
+class ExportingProgram:
+    """The jitted program ``traced`` called through its `jax.export` export (``exported``, made when first traced).
 
-    Arguments it was not compiled for (another device or sharding) go to
-    ``traced``, the jitted program, which traces and compiles for them.
+    ``jitted`` is what runs: ``jax.jit`` of `program`, the same function in
+    the process that exports and in the one that loads the export, so JAX's
+    persistent cache compiles it once for both. Arguments the export does not
+    fit (another shape, dtype or structure) are exported anew; a program JAX
+    cannot export runs as ``traced``.
     """
 
-    __slots__ = ("_compiled", "_traced")
-
-    def __init__(self, compiled: Callable[..., Any], traced: Callable[..., Any]) -> None:
-        self._compiled = compiled
+    def __init__(self, traced: Callable[..., Any], donated: tuple[int, ...], exported: Any = None) -> None:
         self._traced = traced
+        self.exported = exported
+        self.jitted = jax.jit(self.program, donate_argnums=donated)
 
-    def __call__(self, *args: Any) -> Any:
-        try:
-            return self._compiled(*args)
-        except (TypeError, ValueError):  # JAX checks the arguments' types and placement before it runs anything
+    def program(self, *args: Any) -> Any:
+        """The export's call, traced by ``jitted``."""
+        if not fits(self.exported, args):
+            self.exported = _exported(self._traced, args)
+        if self.exported is None:
             return self._traced(*args)
+        return self.exported.call(*args)
+
+
+def fits(exported: Any, args: Sequence[Any]) -> bool:
+    """Whether ``exported`` takes ``args``: the same structure, shapes and dtypes."""
+    if exported is None or exported.in_tree != jax.tree_util.tree_structure((tuple(args), {})):
+        return False
+    leaves = jax.tree_util.tree_leaves(args)
+    return all(
+        a.shape == np.shape(v) and a.dtype == getattr(v, "dtype", None) for a, v in zip(exported.in_avals, leaves)
+    )
+
+
+def _exported(traced: Any, args: Sequence[Any]) -> Any | None:
+    """The export of ``traced`` for arguments like ``args``; ``None`` if JAX refuses to export it (a callback)."""
+    specs = jax.tree_util.tree_map(lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype), tuple(args))
+    with recording_callbacks() as staged:
+        traced.trace(*specs)  # first, alone: what tracing raises (a static input, a check) reaches the caller
+    if staged:
+        callback_staged()  # for the caller's record
+        return None
+    try:
+        return jax.export.export(traced)(*specs)  # traced already: JAX's trace cache answers
+    except Exception:  # noqa: BLE001 - a custom call without a stability guarantee, say
+        return None
 
 
 class ProgramStore:
@@ -115,12 +140,20 @@ class ProgramStore:
 
     def __init__(self, identity: str, directory: Path) -> None:
         self.directory = directory
-        self._identity = hashlib.sha256(f"{FORMAT}\n{installation()}\n{identity}".encode()).hexdigest()
+        self._identity = _digest(FORMAT, installation(), identity)
+        self._exporting: weakref.WeakValueDictionary[str, ExportingProgram] = weakref.WeakValueDictionary()
 
     @classmethod
-    def opened(cls, identity: str | None) -> ProgramStore | None:
-        """The store of the graph ``identity`` names; ``None`` without one or when the store is turned off."""
-        if identity is None or os.environ.get(SWITCH, "1") == "0" or _debugging_floats():
+    def opened(cls, identity_of: Callable[[], str | None]) -> ProgramStore | None:
+        """The store of the graph ``identity_of()`` names; ``None`` without one or when the store is turned off.
+
+        The identity is worked out only for a store that is on: a digest of
+        a NUTS graph takes 50 ms.
+        """
+        if os.environ.get(SWITCH, "1") == "0" or _debugging_floats():
+            return None
+        identity = identity_of()
+        if identity is None:
             return None
         use_persistent_cache()  # first: it changes a JAX setting the key holds
         return cls(identity, cache_directory().parent / SUBDIRECTORY)
@@ -131,11 +164,14 @@ class ProgramStore:
         With it, the node whose shape each static input decides (for the
         warning when one takes a new value).
         """
-        found = self._read(self._hint_path())
-        if found is None:
+        found = self._read(self._hint_key(), ".discovered")
+        try:
+            header, _ = found
+            static_positions = tuple(int(p) for p in header["static_positions"])
+            shape_nodes = {int(p): str(node) for p, node in header["shape_nodes"].items()}
+            return Discovered(static_positions, header["checked"] is True), shape_nodes
+        except (TypeError, ValueError, KeyError, AttributeError):  # none, or not a hint's header
             return None
-        static_positions, checked, shape_nodes = found
-        return Discovered(static_positions, checked), shape_nodes
 
     @staticmethod
     def worth_saving(seconds: float) -> bool:
@@ -143,96 +179,125 @@ class ProgramStore:
         return seconds >= min_compile_seconds()
 
     def entry(self, discovered: Discovered, key: Any, args: Sequence[Any]) -> str:
-        """The name of the program for a call with ``args`` (the dynamic ones) under ``key``."""
+        """The full key of the program for a call with ``args`` (the dynamic ones) under ``key``."""
         kinds = [(type(a).__name__, str(getattr(a, "dtype", "")), _placement(a)) for a in args]
         return _digest(self._identity, backends(), settings(), discovered, key, kinds)
 
-    def load(self, entry: str, traced: Any) -> Any | None:
-        """The saved program ``entry``, standing in for ``traced`` (a jitted or checked program), or ``None``."""
-        path = self._path(entry)
-        saved = self._read(path)
-        if saved is None:
-            return None
-        devices = {d.id: d for d in jax.devices()}
-        try:
-            if hashlib.sha256(saved["payload"]).hexdigest() != saved["digest"]:
-                raise ValueError("the payload is not the one saved")
-            if saved["lapack"]:
-                _set_up_lapack()
-            device = [devices[saved["device"]]]
-            compiled = deserialize_and_load(
-                saved["payload"], saved["in_tree"], saved["out_tree"], execution_devices=device
-            )
-        except Exception:  # noqa: BLE001 - damaged, or for another jaxlib or devices: a miss, and never read again
-            path.unlink(missing_ok=True)
-            return None
-        if saved["checks"] is None:
-            return LoadedProgram(compiled, traced)
-        return LoadedProgram(traced.running(compiled, saved["checks"]), traced)
+    def program(self, entry: str, traced: Any, donated: tuple[int, ...]) -> tuple[Callable[..., Any], bool]:
+        """The program to run for ``entry`` in place of ``traced`` (a jitted or checked program), and whether it was loaded.
+
+        ``donated`` are the arguments whose buffers ``traced`` may reuse. A
+        program not loaded is exported when first called, for `save`.
+        """
+        checked = isinstance(traced, CheckedProgram)
+        loaded = self._load(entry)
+        exported, checks = (None, None) if loaded is None else loaded
+        exporting = ExportingProgram(traced.jitted if checked else traced, donated, exported)
+        if loaded is None:
+            self._exporting[entry] = exporting
+        program = traced.running(exporting.jitted, checks) if checked else exporting.jitted
+        return program, loaded is not None
 
     def save(
-        self,
-        entry: str,
-        traced: Any,
-        args: Sequence[Any],
-        discovered: Discovered,
-        checks: list[tuple[type, str]],
-        shape_nodes: dict[int, str],
+        self, entry: str, args: Sequence[Any], discovered: Discovered, checks: list[Any], shape_nodes: dict
     ) -> None:
-        """Save the program ``traced`` has just compiled for ``args``, and what tracing found out.
+        """Save the export of the program of ``entry`` (just called with ``args``), and what tracing found out.
 
         ``checks`` numbers the checks a checked program's failure code names
         (`aejax.linker.checks.CHECKS`): another process numbers them anew.
         """
-        jitted = traced.jitted if discovered.checked else traced
-        try:
-            with recording_cache_answers() as answered:
-                lowered = jitted.lower(*args)  # traced and compiled already: found in JAX's caches
-                compiled = lowered.compile()
-            device = _single_device(compiled)
-            if device is None or answered:  # answered: deserialized, XLA:CPU would serialize it without its kernels
-                return
-            custom_calls = set(re.findall(r"custom_call @([\w.$-]+)", lowered.as_text()))
-            if any(not call.startswith(LAPACK_PREFIX) for call in custom_calls):
-                return
-            payload, in_tree, out_tree = serialize(compiled)
-            digest = hashlib.sha256(payload).hexdigest()
-            saved = {"payload": payload, "digest": digest, "in_tree": in_tree, "out_tree": out_tree, "checks": None}
-            saved["device"], saved["lapack"] = device, bool(custom_calls)
-            if discovered.checked:
-                saved["checks"] = checks
-            self._write(self._path(entry), saved)
-            hint = (discovered.static_positions, discovered.checked, shape_nodes)
-            self._write(self._hint_path(), hint)
-        except Exception:  # noqa: BLE001 - a program that cannot be saved is only compiled again next time
+        exported = getattr(self._exporting.pop(entry, None), "exported", None)
+        if not fits(exported, args) or exported.nr_devices != 1:
             return
-
-    def _hint_path(self) -> Path:
-        return self._path(f"discovered-{_digest(settings())[:32]}")
-
-    def _path(self, name: str) -> Path:
-        return self.directory / f"{self._identity[:32]}-{name[:43]}.pickle"
-
-    @staticmethod
-    def _read(path: Path) -> Any | None:
         try:
-            with open(path, "rb") as file:
-                return pickle.load(file)
-        except Exception:  # noqa: BLE001 - missing, or written by another version
+            payload = bytes(exported.serialize())
+        except Exception:  # noqa: BLE001 - outputs of a structure JAX cannot serialize: compiled again next time
+            return
+        names = [[f"{t.__module__}:{t.__qualname__}", message] for t, message in checks] if discovered.checked else None
+        self._write(entry, ".exported", {"checks": names}, payload)
+        hint = {"static_positions": list(discovered.static_positions), "checked": discovered.checked}
+        self._write(self._hint_key(), ".discovered", {**hint, "shape_nodes": shape_nodes}, b"")
+
+    def _load(self, entry: str) -> tuple[Any, list[tuple[type, str]] | None] | None:
+        """The export saved under ``entry`` and its checks, or ``None``: missing, damaged, or its checks unknown here."""
+        found = self._read(entry, ".exported")
+        if found is None:
             return None
-
-    def _write(self, path: Path, value: Any) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+        header, payload = found
+        checks = header.get("checks")
         try:
-            with os.fdopen(descriptor, "wb") as file:
-                pickle.dump(value, file)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, path)  # readers see the old file or the whole new one
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+            if checks is not None:
+                checks = [(_exception_type(name), str(message)) for name, message in checks]
+            exported = jax.export.deserialize(bytearray(payload))
+        except Exception:  # noqa: BLE001 - an unknown exception type, or bytes JAX cannot read: a miss
+            return None
+        if b"lapack_" in payload:
+            _set_up_lapack()
+        return exported, checks
+
+    def _hint_key(self) -> str:
+        return _digest(self._identity, "discovered", settings())
+
+    def _path(self, key: str, suffix: str) -> Path:
+        return self.directory / f"{self._identity[:32]}-{key[:43]}{suffix}"
+
+    def _read(self, key: str, suffix: str) -> tuple[dict[str, Any], bytes] | None:
+        """The header and payload of the entry of ``key``, if it is whole and carries ``key``."""
+        try:
+            data = self._path(key, suffix).read_bytes()
+        except OSError:
+            return None
+        line, _, payload = data.removeprefix(MAGIC).partition(b"\n")
+        try:
+            header = json.loads(line) if data.startswith(MAGIC) else None
+        except ValueError:
+            return None
+        whole = {"format": FORMAT, "key": key, "digest": hashlib.sha256(payload).hexdigest()}
+        if not isinstance(header, dict) or any(header.get(name) != value for name, value in whole.items()):
+            return None
+        return header, payload
+
+    def _write(self, key: str, suffix: str, header: dict[str, Any], payload: bytes) -> None:
+        """Write an entry so that readers see the old file or the whole new one; a store that refuses it is left as it is."""
+        path = self._path(key, suffix)
+        whole = {"format": FORMAT, "key": key, "digest": hashlib.sha256(payload).hexdigest(), **header}
+        temporary = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            _remove_stale(self.directory)
+            temporary.write_bytes(MAGIC + json.dumps(whole).encode() + b"\n" + payload)
+            os.replace(temporary, path)
+        except OSError:
+            with suppress(OSError):
+                temporary.unlink(missing_ok=True)
+
+
+def _remove_stale(directory: Path) -> None:
+    """Remove the temporary files of saves whose process is gone (killed while saving), or that are an hour old."""
+    for path in directory.glob("*.tmp"):
+        with suppress(OSError, ValueError, IndexError):  # another user's process, a name not ours, a refusing store
+            pid = int(path.name.rsplit(".", 2)[-2].split("-")[0])
+            if time.time() - path.stat().st_mtime > STALE_SECONDS or not _running(pid):
+                path.unlink()
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _exception_type(name: str) -> type[BaseException]:
+    """The exception class ``module:qualname`` names, from a module already imported (a saved entry imports nothing)."""
+    module, _, qualname = str(name).partition(":")
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if not (isinstance(found, type) and issubclass(found, BaseException)):
+        raise LookupError(f"no exception class {name!r} in the modules imported")
+    return found
 
 
 def min_compile_seconds() -> float:
@@ -247,19 +312,13 @@ def _placement(value: Any) -> Any:
     return (repr(sharding), sorted(d.id for d in sharding.device_set))
 
 
-def _single_device(compiled: Any) -> int | None:
-    """The id of the one device ``compiled`` runs on; ``None`` for a program over several (not saved)."""
-    shardings = jax.tree_util.tree_leaves((compiled.input_shardings, compiled.output_shardings))
-    devices = {d.id for sharding in shardings for d in sharding.device_set}
-    return devices.pop() if len(devices) == 1 else None
-
-
 @cache
 def _set_up_lapack() -> None:
     """Set up jaxlib's LAPACK kernels, as JAX's lowering of a LAPACK call does first (jaxlib 0.7.1).
 
-    A process that loads a program lowers none: without this, the program's
-    first LAPACK call runs through an unset pointer (a segmentation fault).
+    A process that compiles a loaded export lowers no LAPACK call: without
+    this, a program JAX's cache answers runs its first LAPACK call through
+    an unset pointer (a segmentation fault).
     """
     jaxlib.lapack.prepare_lapack_call("potrf_ffi", np.float64)
 
@@ -275,11 +334,11 @@ def _digest(*parts: Any) -> str:
 
 @cache
 def installation() -> str:
-    """The digest of what cannot change while a process runs: versions, aejax's sources, XLA's flags, the CPU."""
+    """The digest of what cannot change while a process runs: versions, aejax's sources, XLA's flags."""
     versions = (sys.version, np.__version__, aesara.__version__, jax.__version__, jaxlib.__version__)
     xla_flags = [os.environ.get(name) for name in ("XLA_FLAGS", "LIBTPU_INIT_ARGS")]
     xla_flags += [arg for arg in sys.argv if arg.startswith("--xla")]
-    return _digest(versions, xla_flags, _cpu(), _source_digest())
+    return _digest(versions, xla_flags, _source_digest())
 
 
 @cache
@@ -288,16 +347,6 @@ def backends() -> str:
     devices = [(d.platform, d.device_kind, d.id, d.process_index) for d in jax.devices()]
     clients = {(d.client.platform, d.client.platform_version, d.client.runtime_type) for d in jax.devices()}
     return _digest(devices, sorted(clients))
-
-
-def _cpu() -> list[str]:
-    """The CPU's model and features, which XLA:CPU compiles for (Linux's ``/proc/cpuinfo``, else the processor's name)."""
-    try:
-        with open("/proc/cpuinfo") as file:
-            lines = file.read().split("\n\n")[0].splitlines()
-    except OSError:
-        return [platform.processor()]
-    return [line for line in lines if line.startswith(("model name", "flags", "vendor_id"))]
 
 
 def settings() -> str:

@@ -29,12 +29,12 @@ from aesara.graph.basic import Variable, ancestors
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
-from aejax.linker.checks import CHECKS, CheckedProgram, NeedsChecks, discovering, recording_host_calls
+from aejax.linker.checks import CHECKS, CheckedProgram, NeedsChecks, discovering, recording_callbacks
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
 from aejax.linker.lengths.bounds import with_static_inputs
 from aejax.linker.program.cache import ProgramCache
 from aejax.linker.program.collection import collection_paused
-from aejax.linker.program.persistent_cache import recording_cache_answers, use_persistent_cache
+from aejax.linker.program.persistent_cache import use_persistent_cache
 from aejax.linker.program.saved_programs import Discovered, SavedAs
 
 
@@ -226,31 +226,30 @@ class StaticInputProgram:
         if program is not None:
             return key, program, False
         self._announce_new_values(statics, key)
-        traced = self._compile(discovered, key)
-        loaded = None
+        program, loaded = self._compile(discovered, key), False
         if self._store is not None:
-            loaded = self._store.load(self._store.entry(discovered, key, self._dynamic(discovered, args)), traced)
-        program = self.programs.add(key, traced if loaded is None else loaded)
+            entry = self._store.entry(discovered, key, self._dynamic(discovered, args))
+            donated = () if discovered.checked else self._donated_argnums(discovered.static_positions)
+            program, loaded = self._store.program(entry, program, donated)
+        program = self.programs.add(key, program)
         if self.programs.evicted and not self._warned:
             self._warned = True
             self._warn_recompiling()
-        return key, program, loaded is None
+        return key, program, not loaded
 
     def _first_run(self, discovered: Discovered, key: Any, program: Callable[..., Any], dynamic: Any) -> Any:
         """The first call of a new ``program`` (it traces and compiles), which the store keeps if it took long enough.
 
-        A program that staged a host call, or whose outputs may be of run-time
-        length, is never saved: a second process could not replay it. Nor is
-        one that JAX's persistent cache compiled (`recording_cache_answers`).
+        A program that staged a callback, or whose outputs may be of run-time
+        length, is never saved: a second process could not replay it.
         """
         started = time.perf_counter()
-        with recording_host_calls() as host_calls, recording_cache_answers() as answered:
+        with recording_callbacks() as host_calls:
             outputs = _first_call(program, dynamic) if self.donated else program(*dynamic)
         store, seconds = self._store, time.perf_counter() - started
-        replayable = not host_calls and not answered
-        if store is not None and replayable and store.worth_saving(seconds) and self.saved_as.storable():
+        if store is not None and not host_calls and store.worth_saving(seconds) and self.saved_as.storable():
             entry = store.entry(discovered, key, dynamic)
-            store.save(entry, program, dynamic, discovered, CHECKS.entries(), dict(self._shape_nodes))
+            store.save(entry, dynamic, discovered, CHECKS.entries(), dict(self._shape_nodes))
         return outputs
 
     @staticmethod

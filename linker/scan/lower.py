@@ -42,6 +42,7 @@ bound-sized buffer, and the matching output is `Ragged` with the same length.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -657,7 +658,13 @@ def merged_inner_graph(fgraph: FunctionGraph) -> FunctionGraph:
     integration step while the step's own copy is whole, before the part of
     it that reads only the expansion step's values (the direction drawn
     there) moves out into the expansion step in turn.
+
+    The inner graph of a Scan that `with_merged_step` made is merged
+    already: it is cloned, not merged again (the lowering of a Scan nested
+    in another would otherwise merge again every Scan nested in it).
     """
+    if fgraph in _merged_steps:
+        return fgraph.clone()
     inner = merged_copies(fgraph)
     changed = nested_steps_merged(inner)
     # Moving out comes first in each round, so a changed graph is merged after it.
@@ -671,10 +678,13 @@ def merged_copies(fgraph: FunctionGraph) -> FunctionGraph:
     """A clone of ``fgraph`` with equal computations merged.
 
     One `MergeOptimizer` pass leaves some copies, so passes run on fresh
-    clones until one removes no node.
+    clones until one removes no node. A first pass that removes none ends
+    it: the next clone would be the same graph again.
     """
     inner = fgraph.clone()
     MergeOptimizer().rewrite(inner)
+    if len(inner.apply_nodes) == len(fgraph.apply_nodes):
+        return inner
     while True:
         again = inner.clone()
         MergeOptimizer().rewrite(again)
@@ -698,13 +708,21 @@ def with_merged_step(node: Apply) -> Apply:
     """``node``'s Scan with its inner graph made by `merged_inner_graph`, on the same inputs.
 
     ``node`` itself if that graph has no Scan in it (merging there can wait
-    for the lowering) or if the copy's outputs have other types.
+    for the lowering), if it is merged already, or if the copy's outputs
+    have other types.
     """
     op = node.op
-    if not any(isinstance(inner.op, Scan) for inner in op.fgraph.apply_nodes):
+    if op.fgraph in _merged_steps or not any(isinstance(inner.op, Scan) for inner in op.fgraph.apply_nodes):
         return node
     step = merged_inner_graph(op.fgraph)
-    return scan_twin(node, step.inputs, step.outputs, op.mode)
+    twin = scan_twin(node, step.inputs, step.outputs, op.mode)
+    if twin is not node:
+        _merged_steps.add(twin.op.fgraph)
+    return twin
+
+
+_merged_steps: weakref.WeakSet[FunctionGraph] = weakref.WeakSet()
+"""The inner graphs of the Scans `with_merged_step` made, which `merged_inner_graph` leaves as they are."""
 
 
 _push_out_non_seqs = in2out(push_out_non_seq_scan, ignore_newtrees=True)

@@ -21,7 +21,7 @@ from jax.experimental import disable_x64, enable_x64
 
 import aejax.linker
 from aejax.linker import AejaxDeviceMode, InputValueError
-from aejax.linker.call.precision import program_x64
+from aejax.linker.call.precision import graph_variables, program_x64
 from tests.reference import REFERENCE, assert_matches_reference
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,6 +104,21 @@ def test_a_float64_shared_variable_updated_with_x64_off_keeps_float64_precision(
 def float32_layer():
     X, W = at.fmatrix("X"), at.fmatrix("W")
     return [X, W], at.tanh(X @ W).sum()
+
+
+def test_an_inner_graph_held_by_several_nodes_is_walked_once():
+    xs = at.dvector("xs")
+    doubled, _ = aesara.scan(lambda x: x * 2, sequences=[xs])
+    scan_node = doubled.owner
+    while not hasattr(scan_node.op, "inner_outputs"):
+        scan_node = scan_node.inputs[0].owner
+    inputs = [at.dvector(f"xs{i}") for i in range(3)]
+    # The same Scan Op on three sequences: three nodes holding one inner graph.
+    outputs = [scan_node.op(*[xs_i if var is xs else var for var in scan_node.inputs]) for xs_i in inputs]
+    seen = list(graph_variables(inputs, outputs))
+    inner = set(scan_node.op.inner_inputs + scan_node.op.inner_outputs)
+    assert inner <= set(seen)
+    assert all(seen.count(var) == 1 for var in inner)
 
 
 def test_a_float32_graph_for_an_accelerator_computes_without_x64():

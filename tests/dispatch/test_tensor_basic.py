@@ -27,7 +27,7 @@ def test_arange_of_scalar_inputs_is_the_references_bit_for_bit(bounds, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("bounds", [*FLOAT_RANGES, (1e7, 3e7, 0.77)])
+@pytest.mark.parametrize("bounds", [*FLOAT_RANGES, (1e7, 1.2e7, 0.77)])
 def test_arange_of_constants_is_the_references_bit_for_bit(bounds, dtype):
     _assert_identical([], at.arange(*(at.constant(np.asarray(b, dtype)) for b in bounds)))
 

@@ -1,11 +1,14 @@
-"""A program traced and compiled in one process is loaded, not traced again, by the next process that compiles the same graph."""
+"""A program traced and compiled in one process is loaded, not traced again, by the next process that compiles the same graph.
 
+Its entry is an export (StableHLO) with its key: a damaged, swapped or foreign entry, or a store that
+cannot be written, costs a compile, never a wrong value or an exception.
+"""
+
+import errno
 import gc
-import hashlib
 import json
 import os
 import pickle
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -15,6 +18,7 @@ from pathlib import Path
 import aesara
 import aesara.tensor as at
 import jax
+import jax.export
 import numpy as np
 import pytest
 from aesara.graph.op import Op
@@ -22,7 +26,7 @@ from aesara.tensor.random.utils import RandomStream
 
 import aejax.linker  # noqa: F401  (registers the modes)
 from aejax.linker.graph.fingerprint import NotFingerprintable, graph_fingerprint
-from aejax.linker.program.saved_programs import SUBDIRECTORY, LoadedProgram
+from aejax.linker.program.saved_programs import FORMAT, MAGIC, SUBDIRECTORY, ExportingProgram
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,9 +66,10 @@ PROGRAM = textwrap.dedent(
         total = total + aesara.tensor.slinalg.cholesky(at.outer(x, x) + at.eye(x.shape[0])).sum()
     f = aesara.function([x], total, updates=updates, mode="AEJAX")
 
-    traces = []
+    traces = []  # of the graph: a loaded program traces only its export's call, `program`
     jax.monitoring.register_event_duration_secs_listener(
-        lambda event, duration, **kw: traces.append(event) if event.endswith("jaxpr_trace_duration") else None
+        lambda event, duration, fun_name="", **kw: traces.append(fun_name)
+        if event.endswith("jaxpr_trace_duration") and fun_name != "program" else None
     )
     from aejax.linker.trace.lowering import DeferredLowering
     deferred = any(type(fn) is DeferredLowering for _, fn in f.vm.jit_fn.steps)
@@ -97,24 +102,20 @@ def run(tmp_path, switch="1", **options):
 
 
 def saved(tmp_path):
-    return sorted(p.name for p in (tmp_path / "aesara").rglob(f"{SUBDIRECTORY}/*.pickle"))
+    return sorted(p.name for p in (tmp_path / "aesara").rglob(f"{SUBDIRECTORY}/*.exported"))
 
 
 def test_a_second_process_loads_the_program_and_gets_the_same_values(tmp_path):
     first = run(tmp_path)
-    assert first["traced"] > 0 and saved(tmp_path)
+    assert first["traced"] > 0 and saved(tmp_path) and not first["deferred"]
     second = run(tmp_path)
-    assert second["traced"] == 0
+    assert second["traced"] == 0 and second["deferred"]  # lowered only if a call needs a new program
     assert second["values"] == first["values"]
     assert second["raised"] == first["raised"] == ["AssertionError", "x must be positive"]
     assert second["values"] == run(tmp_path / "off", switch="0")["values"]
-
-
-def test_a_graph_saved_before_is_lowered_only_if_a_call_needs_a_new_program(tmp_path):
-    first = run(tmp_path)
-    assert not first["deferred"]
-    again = run(tmp_path)
-    assert again["deferred"] and again["traced"] == 0
+    shifted = run(tmp_path, shift_checks=True)  # this process numbers its checks otherwise
+    assert shifted["traced"] == 0
+    assert shifted["raised"] == ["AssertionError", "x must be positive"]
     longer = run(tmp_path, length=5)
     assert longer["deferred"] and longer["traced"] > 0
     assert longer["values"] == run(tmp_path / "off", switch="0", length=5)["values"]
@@ -130,13 +131,6 @@ def test_a_program_saved_under_one_process_flag_is_loaded_under_the_other(tmp_pa
     assert second["raised"] == first["raised"] == ["AssertionError", "x must be positive"]
 
 
-def test_a_loaded_program_raises_its_own_check_when_the_process_numbers_checks_otherwise(tmp_path):
-    run(tmp_path)
-    shifted = run(tmp_path, shift_checks=True)
-    assert shifted["traced"] == 0
-    assert shifted["raised"] == ["AssertionError", "x must be positive"]
-
-
 def test_a_loaded_program_with_a_lapack_kernel_runs_in_a_process_that_never_lowered_one(tmp_path):
     """JAX sets up its LAPACK kernels when it lowers a call of one: a process that only loads must do it first."""
     first = run(tmp_path, cholesky=True)
@@ -146,16 +140,12 @@ def test_a_loaded_program_with_a_lapack_kernel_runs_in_a_process_that_never_lowe
     assert loaded["values"] == first["values"] == run(tmp_path / "off", switch="0", cholesky=True)["values"]
 
 
-def test_a_different_graph_is_not_given_the_saved_program(tmp_path):
+def test_a_different_graph_is_not_given_the_saved_program_and_another_state_draws_from_that_state(tmp_path):
     first = run(tmp_path)
     other = run(tmp_path, constant=3.0)
     assert other["traced"] > 0
     assert other["values"] != first["values"]
     assert other["values"] == run(tmp_path / "off", switch="0", constant=3.0)["values"]
-
-
-def test_the_same_graph_with_another_state_loads_the_program_and_draws_from_that_state(tmp_path):
-    first = run(tmp_path)
     reseeded = run(tmp_path, seed=4)
     assert reseeded["traced"] == 0
     assert reseeded["values"] != first["values"]
@@ -189,25 +179,28 @@ def store_here(tmp_path, monkeypatch):
 
     monkeypatch.setattr(saved_programs, "cache_directory", lambda: tmp_path / "aejax-xla")
     monkeypatch.setattr(saved_programs, "min_compile_seconds", lambda: 0.0)
-    return lambda: list(tmp_path.rglob("*.pickle"))
+    return lambda: list(tmp_path.rglob("*.exported"))
 
 
-@pytest.mark.parametrize("on_host", [False, True], ids=["jax only", "with a host call"])
-def test_a_program_with_a_host_call_is_never_saved(store_here, on_host):
+@pytest.mark.parametrize("on_host", [False, True], ids=["jax only", "with a callback"])
+def test_a_program_with_a_callback_is_never_saved(store_here, on_host):
     x = at.dvector("x")
     doubled = PythonOnly()(x) if on_host else x * 2
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the host call's own warning
+        warnings.simplefilter("ignore")  # the callback's own warning
         f = aesara.function([x], doubled.sum(), mode="AEJAX")
         assert float(f(np.ones(3))) == 6.0
     assert bool(store_here()) is not on_host
 
 
-def test_a_loaded_program_hands_arguments_it_was_not_compiled_for_to_the_traced_one():
-    def compiled(*args):
-        raise ValueError("compiled for another sharding")
+def test_a_loaded_export_exports_anew_for_arguments_it_does_not_fit():
+    def total(x):
+        return (x * 2).sum()
 
-    assert LoadedProgram(compiled, lambda *args: sum(args))(1, 2) == 3
+    loaded = jax.export.export(jax.jit(total))(jax.ShapeDtypeStruct((3,), np.float32))
+    program = ExportingProgram(jax.jit(total), (), loaded)
+    assert float(program.jitted(np.ones(3, np.float32))) == 6.0 and program.exported is loaded
+    assert float(program.jitted(np.ones(4, np.float32))) == 8.0 and program.exported.in_avals[0].shape == (4,)
 
 
 def _graph(constant=2.0, dtype="float64", length=None):
@@ -259,7 +252,7 @@ def test_a_jax_setting_changed_between_compiles_keys_the_next_program(store_here
         return float(f(np.ones(3)))
 
     def programs():
-        return [p for p in store_here() if "discovered" not in p.name]
+        return store_here()
 
     first = compiled_and_called()
     assert len(programs()) == 1
@@ -271,6 +264,22 @@ def test_a_jax_setting_changed_between_compiles_keys_the_next_program(store_here
     finally:
         jax.config.update("jax_default_matmul_precision", previous)
     assert len(programs()) == 2
+
+
+def test_a_program_whose_small_outputs_leave_packed_is_saved_and_loaded(store_here):
+    """Its outputs' pytree (`PackedResults`) is serialized with the export, as JSON data."""
+
+    def compiled_and_called():
+        x = at.dvector("x")
+        f = aesara.function([x], [x.sum(), (x * 2).sum(), at.exp(x)], mode="AEJAX")
+        return [np.asarray(v).tolist() for v in f(np.arange(3.0))]
+
+    first = compiled_and_called()
+    (entry,) = store_here()
+    payload = entry.read_bytes().removeprefix(MAGIC).partition(b"\n")[2]
+    assert "PackedResults" in str(jax.export.deserialize(bytearray(payload)).out_tree)
+    assert compiled_and_called() == first and first[:2] == [3.0, 6.0]
+    np.testing.assert_allclose(first[2], np.exp(np.arange(3.0)))
 
 
 TWO_DEVICES = textwrap.dedent(
@@ -317,55 +326,161 @@ def test_with_two_devices_a_loaded_program_runs_and_hands_the_other_device_to_th
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     first = run_two("plain")
-    assert list(tmp_path.rglob(f"{SUBDIRECTORY}/*.pickle"))
+    assert list(tmp_path.rglob(f"{SUBDIRECTORY}/*.exported"))
     expected = [3 * np.e, 3 * np.e, "x must be positive"]
     for got in (first, run_two("plain"), run_two("shifted")):
         np.testing.assert_allclose(got[:2], expected[:2])
         assert got[2] == expected[2]
 
 
-def _programs_saved(tmp_path):
-    return [p for p in (tmp_path / "aesara").rglob(f"{SUBDIRECTORY}/*.pickle") if "discovered" not in p.name]
+FAULTS = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    import aesara, aesara.tensor as at, jax, numpy as np
+    from aesara.raise_op import Assert
+    from aesara.tensor.random.utils import RandomStream
+    import aejax.linker
+
+    traces = []  # of the graph: a loaded program traces only its export's call, `program`
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda event, duration, fun_name="", **kw: traces.append(fun_name)
+        if event.endswith("jaxpr_trace_duration") and fun_name != "program" else None
+    )
+    store = Path(aesara.config.compiledir) / "aejax-programs"
+    found = {}
+    for scale in json.loads(sys.argv[1]):
+        before = set(store.glob("*")) if store.exists() else set()
+        x = at.dvector("x")
+        y = at.exp(x * scale) + RandomStream(seed=1).normal(0, 1, size=x.shape)
+        f = aesara.function([x], Assert("x must be positive")(y.sum(), at.all(x > 0)), mode="AEJAX")
+        del traces[:]
+        values = [float(f(np.linspace(0.1, 1.0, 4))) for _ in range(2)]
+        traced = len(traces)
+        try:
+            f(-np.ones(4))
+            raised = None
+        except AssertionError as error:
+            raised = str(error).splitlines()[0]
+        made = sorted(str(p) for p in set(store.glob("*")) - before)
+        found[str(scale)] = {"values": values, "traced": traced, "raised": raised, "made": made}
+    print(json.dumps(found))
+    """
+)
+SCALES = [0.5, 0.25, 1.0, 1.5, 2.0, 2.5, 3.0]
 
 
-def _jax_cache(tmp_path):
-    (directory,) = (tmp_path / "aesara").rglob("aejax-xla")
-    return directory
+def run_faults(tmp_path, count=1):
+    """``count`` processes at once compiling and calling the graph of each of `SCALES`, with the store in ``tmp_path``."""
+    env = {
+        **os.environ,
+        "AESARA_FLAGS": f"base_compiledir={tmp_path}",
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "PYTHONPATH": str(ROOT),
+    }
+    command = [sys.executable, "-c", FAULTS, json.dumps(SCALES)]
+    running = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(count)]
+    results = []
+    for process in running:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err.decode()[-3000:]
+        results.append(json.loads(out.decode().strip().splitlines()[-1]))
+    return results
 
 
-def test_a_damaged_entry_is_a_miss_and_is_removed(tmp_path):
-    first = run(tmp_path)
-    (entry,) = _programs_saved(tmp_path)
-    saved = pickle.loads(entry.read_bytes())
-    payload = bytearray(saved["payload"])
-    payload[len(payload) // 2] ^= 0x10
-    entry.write_bytes(pickle.dumps({**saved, "payload": bytes(payload)}))
-    shutil.rmtree(_jax_cache(tmp_path))  # else JAX's cache answers the compile, and the program is not saved again
-    again = run(tmp_path)
-    assert again["traced"] > 0 and again["values"] == first["values"]
-    anew = pickle.loads(entry.read_bytes())  # saved anew by that process
-    assert anew["payload"] != bytes(payload) and hashlib.sha256(anew["payload"]).hexdigest() == anew["digest"]
+class Marker:
+    """An old-style store entry: unpickling it would create the file ``path``."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.path),))
 
 
-def test_a_program_jax_s_cache_answered_is_not_saved_and_the_next_process_runs(tmp_path):
-    """XLA:CPU serializes an executable it deserialized without its kernels: saved, it would fail to run when loaded."""
-    first = run(tmp_path)
-    for entry in _programs_saved(tmp_path):
-        entry.unlink()
-    answered = run(tmp_path)  # traced again, compiled by JAX's cache
-    assert answered["traced"] > 0 and not _programs_saved(tmp_path)
-    after = run(tmp_path)
-    assert after["values"] == answered["values"] == first["values"]
-    assert after["raised"] == first["raised"]
+def _files(made, suffix):
+    (path,) = [Path(p) for p in made if p.endswith(suffix)]
+    return path
+
+
+def _newer_format(entry):
+    line, _, payload = entry.read_bytes().removeprefix(MAGIC).partition(b"\n")
+    header = {**json.loads(line), "format": FORMAT + 1}
+    return MAGIC + json.dumps(header).encode() + b"\n" + payload
+
+
+def test_a_damaged_swapped_or_foreign_entry_is_a_miss_and_the_next_processes_save_it_at_once(tmp_path):
+    """Each graph's entry gets one fault; two processes then compile them all at once, and a third loads them."""
+    (first,) = run_faults(tmp_path)
+    entry = {scale: _files(got["made"], ".exported") for scale, got in first.items()}
+    hint = {scale: _files(got["made"], ".discovered") for scale, got in first.items()}
+    entry["0.5"].write_bytes(entry["0.25"].read_bytes())  # another graph's entry of the same signature
+    hint["1.0"].write_bytes(entry["1.0"].read_bytes())
+    entry["1.5"].write_bytes(entry["1.5"].read_bytes()[: entry["1.5"].stat().st_size // 2])
+    entry["2.0"].write_bytes(b"")
+    entry["2.5"].write_bytes(_newer_format(entry["2.5"]))
+    marker = tmp_path / "unpickled"
+    entry["3.0"].write_bytes(pickle.dumps(Marker(marker)))
+    hint["3.0"].write_bytes(os.urandom(100))
+    (entry["3.0"].parent / "old-entry.pickle").write_bytes(pickle.dumps(Marker(marker)))
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
+    killed = entry["0.5"].with_name(f"{entry['0.5'].name}.{gone.pid}-1.tmp")  # a save killed before its rename
+    killed.write_bytes(b"half an entry")
+    saving = entry["0.5"].with_name(f"{entry['0.5'].name}.{os.getpid()}-1.tmp")  # a save going on now
+    saving.write_bytes(b"half an entry")
+    *together, last = run_faults(tmp_path, count=2) + run_faults(tmp_path)
+    for got in [*together, last]:
+        for scale, result in got.items():
+            assert result["values"] == first[scale]["values"], scale
+            assert result["raised"] == "x must be positive"
+    assert not marker.exists()
+    assert not killed.exists() and saving.exists()
+    assert first["0.5"]["values"] != first["0.25"]["values"]
+    assert all(first[scale]["traced"] > 0 for scale in first)
+    loaded = [scale for scale, result in last.items() if result["traced"] == 0]
+    assert loaded == [scale for scale in first if scale != "1.0"]  # a loaded program does not write its hint
+
+
+def _compiled_and_called():
+    x = at.dvector("x")
+    f = aesara.function([x], at.exp(x * 2).sum(), mode="AEJAX")
+    return float(f(np.ones(3)))
+
+
+@pytest.mark.parametrize("how", ["read-only folder", "read-only filesystem", "full disk"])
+def test_a_store_that_cannot_be_written_never_fails_a_call(store_here, monkeypatch, how):
+    expected = _compiled_and_called()
+    (entry,) = store_here()
+    entry.write_bytes(entry.read_bytes()[:-10])
+    if how == "read-only folder":
+        if os.geteuid() == 0:
+            pytest.skip("root writes into a read-only folder: the read-only filesystem case stands in")
+        entry.parent.chmod(0o555)
+    else:
+        code = errno.EROFS if how == "read-only filesystem" else errno.ENOSPC
+
+        def refused(*args, **kwargs):
+            raise OSError(code, os.strerror(code))
+
+        monkeypatch.setattr(Path, "write_bytes", refused)
+        if code == errno.EROFS:  # nothing can be created, removed or renamed there either
+            for name in ("mkdir", "unlink"):
+                monkeypatch.setattr(Path, name, refused)
+            monkeypatch.setattr(os, "replace", refused)
+    try:
+        assert _compiled_and_called() == expected
+    finally:
+        entry.parent.chmod(0o755)
 
 
 def test_the_store_is_not_used_while_jax_debugs_nans():
     from aejax.linker.program.saved_programs import ProgramStore
 
-    assert ProgramStore.opened("some graph") is not None
+    assert ProgramStore.opened(lambda: "some graph") is not None
     jax.config.update("jax_debug_nans", True)
     try:
-        assert ProgramStore.opened("some graph") is None
+        assert ProgramStore.opened(lambda: "some graph") is None
     finally:
         jax.config.update("jax_debug_nans", False)
 

@@ -1,5 +1,7 @@
 """A Scan nested in another is lowered once, not once per copy Aesara's Scan made of it (`merged_inner_graph`)."""
 
+import weakref
+
 import aesara
 import aesara.tensor as at
 import numpy as np
@@ -8,6 +10,7 @@ from aesara.graph.basic import equal_computations
 from aesara.scan.op import Scan
 from aesara.tensor.random.utils import RandomStream
 
+from aejax.linker.scan import lower
 from aejax.linker.scan.lower import merged_inner_graph
 
 
@@ -56,3 +59,19 @@ def test_no_inner_graph_of_a_nuts_chain_computes_a_loop_twice():
     assert len(graphs) >= 4
     for inner in graphs:
         assert copies(inner) == []
+
+
+def test_a_nested_step_merged_once_is_cloned_not_merged_again(monkeypatch):
+    q0, positions, updates = nuts_chain(3)
+    fn = aesara.function([q0], positions, updates=updates, mode="AEJAX")
+    graphs = nested_graphs(fn.maker.fgraph)
+    steps = [node.op.fgraph for inner in graphs for node in inner.apply_nodes if isinstance(node.op, Scan)]
+    memoized = [fgraph for fgraph in steps if fgraph in lower._merged_steps]
+    assert memoized
+    for fgraph in memoized:
+        with monkeypatch.context() as patch:
+            patch.setattr(lower, "_merged_steps", weakref.WeakSet())
+            again = merged_inner_graph(fgraph)  # what the memo spares: merging it anew
+        kept = merged_inner_graph(fgraph)
+        assert kept is not fgraph
+        assert equal_computations(kept.outputs, again.outputs, kept.inputs, again.inputs)
