@@ -379,7 +379,7 @@ class JAXCodecLinker(JITLinker):
             warn_of_copied_updates(fgraph, storage_map)
             if self.progress is not None:
                 return self._watched(fgraph, entries, exits, donated, x64)
-            store = ProgramStore.opened(lambda: graph_identity(fgraph, [*entries, *exits], donated))
+            store = ProgramStore.opened(fgraph, lambda: graph_identity(fgraph, [*entries, *exits], donated))
             found = None if store is None else store.discovered()
             return GraphProgram(
                 fgraph.inputs,

@@ -53,6 +53,8 @@ import jax.export
 import jaxlib
 import jaxlib.lapack
 import numpy as np
+from aesara.graph.fg import FunctionGraph
+from aesara.scan.op import Scan
 
 import aejax.adapters
 from aejax.linker.checks import CheckedProgram, callback_staged, recording_callbacks
@@ -144,13 +146,14 @@ class ProgramStore:
         self._exporting: weakref.WeakValueDictionary[str, ExportingProgram] = weakref.WeakValueDictionary()
 
     @classmethod
-    def opened(cls, identity_of: Callable[[], str | None]) -> ProgramStore | None:
-        """The store of the graph ``identity_of()`` names; ``None`` without one or when the store is turned off.
+    def opened(cls, fgraph: FunctionGraph, identity_of: Callable[[], str | None]) -> ProgramStore | None:
+        """The store of ``fgraph``, whose identity ``identity_of()`` gives; ``None`` without one, for a graph that
+        compiles fast (`may_compile_long`) or when the store is turned off.
 
         The identity is worked out only for a store that is on: a digest of
         a NUTS graph takes 50 ms.
         """
-        if os.environ.get(SWITCH, "1") == "0" or _debugging_floats():
+        if os.environ.get(SWITCH, "1") == "0" or _debugging_floats() or not may_compile_long(fgraph):
             return None
         identity = identity_of()
         if identity is None:
@@ -298,6 +301,24 @@ def _exception_type(name: str) -> type[BaseException]:
     if not (isinstance(found, type) and issubclass(found, BaseException)):
         raise LookupError(f"no exception class {name!r} in the modules imported")
     return found
+
+
+LARGE_GRAPH = 200
+"""Nodes from which a graph without a loop may take JAX's threshold to trace and compile: on a two-core CPU a chain
+of small matrix products and ``tanh`` of 300 nodes took 0.84 s, of 900 nodes 2.9 s."""
+
+
+def may_compile_long(fgraph: FunctionGraph) -> bool:
+    """Whether tracing and compiling ``fgraph`` may take `min_compile_seconds`: it holds a Scan or `LARGE_GRAPH` nodes.
+
+    Only such a graph is run through its export and saved: exporting costs
+    a program's first call 30 to 60 ms, which a small program would pay for
+    nothing (P1's first call: 0.05 s, 0.08 to 0.11 s exported).
+    """
+    if min_compile_seconds() <= 0:
+        return True
+    nodes = fgraph.apply_nodes
+    return len(nodes) >= LARGE_GRAPH or any(isinstance(node.op, Scan) for node in nodes)
 
 
 def min_compile_seconds() -> float:

@@ -21,12 +21,13 @@ import jax
 import jax.export
 import numpy as np
 import pytest
+from aesara.graph.fg import FunctionGraph
 from aesara.graph.op import Op
 from aesara.tensor.random.utils import RandomStream
 
 import aejax.linker  # noqa: F401  (registers the modes)
 from aejax.linker.graph.fingerprint import NotFingerprintable, graph_fingerprint
-from aejax.linker.program.saved_programs import FORMAT, MAGIC, SUBDIRECTORY, ExportingProgram
+from aejax.linker.program.saved_programs import FORMAT, LARGE_GRAPH, MAGIC, SUBDIRECTORY, ExportingProgram
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -474,15 +475,31 @@ def test_a_store_that_cannot_be_written_never_fails_a_call(store_here, monkeypat
         entry.parent.chmod(0o755)
 
 
-def test_the_store_is_not_used_while_jax_debugs_nans():
+def test_the_store_is_not_used_while_jax_debugs_nans(store_here):
     from aejax.linker.program.saved_programs import ProgramStore
 
-    assert ProgramStore.opened(lambda: "some graph") is not None
+    x = at.dvector("x")
+    fgraph = FunctionGraph([x], [x * 2])
+    assert ProgramStore.opened(fgraph, lambda: "some graph") is not None
     jax.config.update("jax_debug_nans", True)
     try:
-        assert ProgramStore.opened(lambda: "some graph") is None
+        assert ProgramStore.opened(fgraph, lambda: "some graph") is None
     finally:
         jax.config.update("jax_debug_nans", False)
+
+
+def test_only_a_graph_that_may_compile_for_a_second_is_run_through_its_export():
+    x = at.dvector("x")
+    small = aesara.function([x], (x * 2).sum(), mode="AEJAX")
+    looped, _ = aesara.scan(lambda h: at.tanh(h), outputs_info=[x], n_steps=3)
+    large = x
+    for k in range(LARGE_GRAPH):  # distinct constants: nothing merges
+        large = at.sin(large) * (k + 2.0)
+    assert small.vm.jit_fn.saved is None
+    assert aesara.function([x], looped[-1], mode="AEJAX").vm.jit_fn.saved is not None
+    large_f = aesara.function([x], large, mode="AEJAX", on_unused_input="ignore")
+    assert len(large_f.maker.fgraph.apply_nodes) >= LARGE_GRAPH
+    assert large_f.vm.jit_fn.saved is not None
 
 
 def test_a_process_forked_during_a_pause_collects_garbage():
