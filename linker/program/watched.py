@@ -9,7 +9,9 @@ an already compiled program: after a run shorter than ``min_seconds`` the
 next calls run its twin lowered without bars, until one of those takes
 longer again. A user whose calls take seconds sees a bar on every call;
 one who calls a short loop in a hot loop pays for the bars on the first two
-calls and one more compile.
+calls and one more compile. A timed call waits for its outputs, so the
+calls of an ``"AEJAX_DEVICE"`` function with bars return when their arrays
+are ready, not before.
 """
 
 from __future__ import annotations
