@@ -6,40 +6,41 @@ into a *failure code* instead: ``-1`` while every check holds, else the
 number of the first check that failed (`CHECKS` maps numbers back to the
 exception class and message). `require` folds each check into the code of
 the function being traced; a loop carries its body's code and hands it out
-when it ends (`with_failure_code`, `report`), so one ``int32`` leaves the
+when it ends (`with_failure_code`, `report_inner`), so one ``int32`` leaves the
 program beside the outputs.
 
-A program is first traced as it is, inside `discovering`. The first `require`
-met there raises `NeedsChecks`, and the program is traced again as a
-`CheckedProgram`, which raises the failed check's exception on the host,
-before any output is stored, so a failing call updates no shared variable.
-Programs without checks are compiled as they are and pay nothing.
+A program is traced once, as `coded_program` makes it: it returns its
+outputs alone when tracing met no check, else its outputs and its code, and
+`recording_program` tells the caller which, and whether it staged a
+callback. A program with checks runs as a `CheckedProgram`, which raises the
+failed check's exception on the host, before any output is stored, so a
+failing call updates no shared variable; programs without checks pay nothing.
 
 A program given the buffers of its inputs to reuse (donated: the old value
 of an updated shared variable) cannot fail once it has started without
-losing them, so it is a `CheckedProgram`, given none, as soon as it has a
-check or a callback (`callback_staged`).
+losing them, so a program with a check or a callback is compiled without
+donations (`aejax.linker.program.static_inputs`).
 """
 
 from __future__ import annotations
 
 import contextvars
-import copy
 import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-_WARN, _DISCOVER, _CHECKED, _SHAPES_ONLY = "warn", "discover", "checked", "shapes only"
-_DISCOVER_DONATING = "discover, inputs donated"
+_WARN, _CHECKED, _SHAPES_ONLY = "warn", "checked", "shapes only"
 _CONTEXT = contextvars.ContextVar("aejax_checks", default=_WARN)
 _CODES: contextvars.ContextVar[list[Any]] = contextvars.ContextVar("aejax_check_codes")
-_CALLBACKS: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("aejax_callbacks", default=None)
+_MET: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("aejax_checks_met", default=None)
+_TRACED: contextvars.ContextVar[ProgramTrace | None] = contextvars.ContextVar("aejax_program_trace", default=None)
 PASSED = -1
 """The failure code of a run in which every check held."""
 
@@ -73,22 +74,16 @@ class _CheckTable:
 CHECKS = _CheckTable()
 
 
-class NeedsChecks(Exception):
-    """A program traced without checks met one: trace it again as a `CheckedProgram`."""
-
-
 def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
     """Check a traced ``condition`` inside the program; fail the call with ``exc_type(message)``.
 
-    Outside `discovering`, `with_checks` and `CheckedProgram` (e.g. a graph
-    exported with ``jaxify``, called as ``fn``) the check cannot be raised: it
-    warns, naming ``where``, and is skipped.
+    Outside a program (`coded_program`, `with_checks`; e.g. a graph exported
+    with ``jaxify``, called as ``fn``) the check cannot be raised: it warns,
+    naming ``where``, and is skipped.
     """
     context = _CONTEXT.get()
     if context == _SHAPES_ONLY:
         return
-    if context in (_DISCOVER, _DISCOVER_DONATING):
-        raise NeedsChecks(message)
     if context == _WARN:
         warnings.warn(
             f"the check {message!r} of {where} depends on traced values and this program "
@@ -97,12 +92,21 @@ def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
         )
         return
     number = CHECKS.number(exc_type, message)
+    met = _MET.get()
+    if met is not None:
+        met[0] += 1
     report(jnp.where(jnp.all(condition), PASSED, number).astype("int32"))
 
 
 def checking() -> bool:
-    """Whether checks met now fold into a failure code (inside a `CheckedProgram`)."""
+    """Whether checks met now fold into a failure code (inside a program)."""
     return _CONTEXT.get() == _CHECKED
+
+
+def checks_met() -> int:
+    """How many checks the program being traced has met so far (for `report_inner`)."""
+    met = _MET.get()
+    return 0 if met is None else met[0]
 
 
 def _first_failure(earlier: Any, later: Any) -> Any:
@@ -116,7 +120,7 @@ def report(code: Any) -> None:
 
 
 def loop_failure_start() -> Any:
-    """A loop's failure code before its first step: `PASSED` inside a `CheckedProgram`, else ``None`` (none carried)."""
+    """A loop's failure code before its first step: `PASSED` inside a program, else ``None`` (none carried)."""
     return jnp.asarray(PASSED, "int32") if checking() else None
 
 
@@ -128,20 +132,31 @@ def loop_step(failed: Any, step: Callable[..., Any], *args: Any) -> tuple[Any, A
     return result, _first_failure(failed, code)
 
 
-def loop_end(failed: Any) -> None:
-    """Hand a finished loop's failure code to the function around the loop."""
-    if failed is not None:
-        report(failed)
+def report_inner(code: Any, since: int) -> None:
+    """Hand the failure code of an inner function (a finished loop, a branch) to the function around it.
+
+    Only if a check was met while it was traced (`checks_met` is past
+    ``since``, its count before): else the code is `PASSED` whatever the
+    values, and reporting it would make the program a checked one for nothing.
+    """
+    if code is not None and checks_met() > since:
+        report(code)
 
 
-def with_failure_code(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
-    """``fn(*args)`` and the failure code of the checks met while tracing it (`PASSED` if none)."""
+def _code_of(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
+    """``fn(*args)`` and the failure code of the checks met while tracing it, ``None`` if none was."""
     token = _CODES.set([None])
     try:
         result = fn(*args)
         code = _CODES.get()[0]
     finally:
         _CODES.reset(token)
+    return result, code
+
+
+def with_failure_code(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
+    """``fn(*args)`` and the failure code of the checks met while tracing it (`PASSED` if none)."""
+    result, code = _code_of(fn, *args)
     return result, jnp.asarray(PASSED, "int32") if code is None else code
 
 
@@ -158,41 +173,50 @@ def shapes_only(fn: Callable[..., Any], *args: Any) -> Any:
     return _traced_in(_SHAPES_ONLY, lambda *values: jax.eval_shape(fn, *values), args)
 
 
-def discovering(traced_fn: Callable[..., Any], donating: bool = False) -> Callable[..., Any]:
-    """``traced_fn`` tracing so that a check in it raises `NeedsChecks`.
+@dataclass
+class ProgramTrace:
+    """What tracing a program (`coded_program`) found: whether it met a check, whether it staged a callback."""
 
-    With ``donating`` (its program is given input buffers to reuse), so does
-    a callback (`callback_staged`).
+    checked: bool = False
+    callbacks: bool = False
+
+
+def coded_program(traced_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``traced_fn`` traced as a program: its checks fold into a failure code, returned beside its result if any was met.
+
+    The function returns ``traced_fn``'s result alone when tracing met no
+    check, else ``(result, code)``; `recording_program` says which.
     """
-    context = _DISCOVER_DONATING if donating else _DISCOVER
 
-    def discover(*args: Any) -> Any:
-        return _traced_in(context, traced_fn, args)
+    def coded(*args: Any) -> Any:
+        result, code = _program_code(traced_fn, args)
+        trace = _TRACED.get()
+        if trace is not None:
+            trace.checked = code is not None
+        return result if code is None else (result, code)
 
-    return discover
+    return coded
 
 
 def callback_staged() -> None:
     """Say that the program being traced calls the host, where an exception may fail it after it started.
 
-    A program given donated buffers would have lost them by then, so it is
-    traced again as a `CheckedProgram`, which is given none.
+    A program given donated buffers would have lost them by then: its caller
+    compiles it without donations (`recording_program`).
     """
-    if _CONTEXT.get() == _DISCOVER_DONATING:
-        raise NeedsChecks("a callback in a program whose inputs are donated")
-    staged = _CALLBACKS.get()
-    if staged is not None:
-        staged.append(True)
+    trace = _TRACED.get()
+    if trace is not None:
+        trace.callbacks = True
 
 
 @contextmanager
-def recording_callbacks() -> Iterator[list[bool]]:
-    """A list that gets an entry for each callback staged in the block (a program holding one cannot be saved)."""
-    token = _CALLBACKS.set([])
+def recording_program() -> Iterator[ProgramTrace]:
+    """What tracing a program (`coded_program`) in the block finds: a `ProgramTrace`."""
+    token = _TRACED.set(ProgramTrace())
     try:
-        yield _CALLBACKS.get()
+        yield _TRACED.get()
     finally:
-        _CALLBACKS.reset(token)
+        _TRACED.reset(token)
 
 
 def with_checks(traced_fn: Callable[..., Any]) -> Callable[..., tuple[Any, Any]]:
@@ -204,28 +228,33 @@ def with_checks(traced_fn: Callable[..., Any]) -> Callable[..., tuple[Any, Any]]
     """
 
     def with_code(*args: Any) -> tuple[Any, Any]:
-        return _traced_in(_CHECKED, lambda *values: with_failure_code(traced_fn, *values), args)
+        result, code = _program_code(traced_fn, args)
+        return result, jnp.asarray(PASSED, "int32") if code is None else code
 
     return with_code
 
 
+def _program_code(traced_fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Any]:
+    """``traced_fn(*args)`` traced as a program, and the failure code of its checks (``None`` if it met none)."""
+    met = _MET.set([0])
+    try:
+        return _traced_in(_CHECKED, lambda *values: _code_of(traced_fn, *values), args)
+    finally:
+        _MET.reset(met)
+
+
 class CheckedProgram:
-    """``jax.jit`` of a traced function whose checks fail the call after it returns."""
+    """A jitted program returning ``(outputs, code)`` (``jitted``), whose checks fail the call after it returns.
 
-    def __init__(self, traced_fn: Callable[..., tuple[Any, ...]]) -> None:
-        self.jitted = jax.jit(with_checks(traced_fn))
-        """The program that returns the outputs and the failure code."""
-        self._with_code: Callable[..., Any] = self.jitted
-        self._checks: list[tuple[type, str]] | None = None  # None: the codes are numbers of this process's CHECKS
+    ``checks`` numbers the checks its codes name; ``None``: this process's `CHECKS`.
+    """
 
-    def running(self, with_code: Callable[..., Any], checks: list[tuple[type, str]] | None) -> CheckedProgram:
-        """This program computed by ``with_code``: the same computation, its codes numbering ``checks`` (``None``: `CHECKS`)."""
-        twin = copy.copy(self)
-        twin._with_code, twin._checks = with_code, checks
-        return twin
+    def __init__(self, jitted: Callable[..., tuple[Any, Any]], checks: list[tuple[type, str]] | None = None) -> None:
+        self.jitted = jitted
+        self._checks = checks
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
-        outputs, code = self._with_code(*args)
+        outputs, code = self.jitted(*args)
         code = int(np.asarray(code))  # bool() of a JAX array is several times slower
         if code != PASSED:
             if self._checks is None:

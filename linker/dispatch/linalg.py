@@ -52,7 +52,7 @@ from aesara.tensor.slinalg import (
     SolveTriangular,
 )
 
-from aejax.linker.checks import checking, report, require, shapes_only, with_failure_code
+from aejax.linker.checks import checking, checks_met, report_inner, require, shapes_only, with_failure_code
 from aejax.linker.dispatch.basic import aesara_jax_funcify, jax_funcify
 from aejax.linker.errors import InvalidMatrixError, variable_name
 from aejax.linker.lengths.ragged import Ragged
@@ -80,8 +80,8 @@ def _widened(value: Any) -> Any:
 def per_platform(cpu: Callable[..., Any], default: Callable[..., Any], *args: Any) -> Any:
     """``cpu(*args)`` in a program for the CPU, else ``default(*args)`` (`jax.lax.platform_dependent`).
 
-    Inside a `CheckedProgram` the branches' checks (`require`) leave each
-    branch as its failure code, which the function around it reports.
+    Inside a program the branches' checks (`require`) leave each branch as
+    its failure code, which the function around it reports.
     """
     if not checking():
         return jax.lax.platform_dependent(*args, cpu=cpu, default=default)
@@ -89,8 +89,9 @@ def per_platform(cpu: Callable[..., Any], default: Callable[..., Any], *args: An
     def coded(branch: Callable[..., Any]) -> Callable[..., Any]:
         return lambda *values: with_failure_code(branch, *values)
 
+    since = checks_met()
     result, code = jax.lax.platform_dependent(*args, cpu=coded(cpu), default=coded(default))
-    report(code)
+    report_inner(code, since)
     return result
 
 

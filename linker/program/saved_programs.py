@@ -57,7 +57,7 @@ from aesara.graph.fg import FunctionGraph
 from aesara.scan.op import Scan
 
 import aejax.adapters
-from aejax.linker.checks import CheckedProgram, callback_staged, recording_callbacks
+from aejax.linker.checks import CheckedProgram
 from aejax.linker.program.persistent_cache import SWITCH, cache_directory, use_persistent_cache
 
 FORMAT = 3
@@ -73,10 +73,9 @@ STALE_SECONDS = 3600
 
 @dataclass(frozen=True)
 class Discovered:
-    """What tracing has found out about a graph so far; replaced, never changed."""
+    """What tracing has found out about a graph so far (its static inputs); replaced, never changed."""
 
     static_positions: tuple[int, ...] = ()
-    checked: bool = False
 
 
 class SavedAs(NamedTuple):
@@ -96,7 +95,7 @@ class ExportingProgram:
     the process that exports and in the one that loads the export, so JAX's
     persistent cache compiles it once for both. Arguments the export does not
     fit (another shape, dtype or structure) are exported anew; a program JAX
-    cannot export runs as ``traced``.
+    cannot export (a custom call without a stability guarantee) runs as ``traced``.
     """
 
     def __init__(self, traced: Callable[..., Any], donated: tuple[int, ...], exported: Any = None) -> None:
@@ -124,15 +123,11 @@ def fits(exported: Any, args: Sequence[Any]) -> bool:
 
 
 def _exported(traced: Any, args: Sequence[Any]) -> Any | None:
-    """The export of ``traced`` for arguments like ``args``; ``None`` if JAX refuses to export it (a callback)."""
+    """The export of ``traced`` for arguments like ``args``; ``None`` if JAX refuses to export it."""
     specs = jax.tree_util.tree_map(lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype), tuple(args))
-    with recording_callbacks() as staged:
-        traced.trace(*specs)  # first, alone: what tracing raises (a static input, a check) reaches the caller
-    if staged:
-        callback_staged()  # for the caller's record
-        return None
+    traced.trace(*specs)  # alone: what tracing raises (a static input) reaches the caller; traced already, mostly
     try:
-        return jax.export.export(traced)(*specs)  # traced already: JAX's trace cache answers
+        return jax.export.export(traced)(*specs)  # traced: JAX's trace cache answers
     except Exception:  # noqa: BLE001 - a custom call without a stability guarantee, say
         return None
 
@@ -172,7 +167,7 @@ class ProgramStore:
             header, _ = found
             static_positions = tuple(int(p) for p in header["static_positions"])
             shape_nodes = {int(p): str(node) for p, node in header["shape_nodes"].items()}
-            return Discovered(static_positions, header["checked"] is True), shape_nodes
+            return Discovered(static_positions), shape_nodes
         except (TypeError, ValueError, KeyError, AttributeError):  # none, or not a hint's header
             return None
 
@@ -186,28 +181,35 @@ class ProgramStore:
         kinds = [(type(a).__name__, str(getattr(a, "dtype", "")), _placement(a)) for a in args]
         return _digest(self._identity, backends(), settings(), discovered, key, kinds)
 
-    def program(self, entry: str, traced: Any, donated: tuple[int, ...]) -> tuple[Callable[..., Any], bool]:
-        """The program to run for ``entry`` in place of ``traced`` (a jitted or checked program), and whether it was loaded.
+    def loaded(self, entry: str, traced: Callable[..., Any], donated: tuple[int, ...]) -> Callable[..., Any] | None:
+        """The program saved under ``entry``, run through its export; ``None`` if there is none.
 
-        ``donated`` are the arguments whose buffers ``traced`` may reuse. A
-        program not loaded is exported when first called, for `save`.
+        ``traced`` is the jitted function it computes (it runs where the
+        export does not fit the arguments); ``donated`` are the arguments
+        whose buffers it may reuse, unless it has checks.
         """
-        checked = isinstance(traced, CheckedProgram)
         loaded = self._load(entry)
-        exported, checks = (None, None) if loaded is None else loaded
-        exporting = ExportingProgram(traced.jitted if checked else traced, donated, exported)
         if loaded is None:
-            self._exporting[entry] = exporting
-        program = traced.running(exporting.jitted, checks) if checked else exporting.jitted
-        return program, loaded is not None
+            return None
+        exported, checks = loaded
+        if checks is None:
+            return ExportingProgram(traced, donated, exported).jitted
+        return CheckedProgram(ExportingProgram(traced, (), exported).jitted, checks)
+
+    def exporting(self, entry: str, traced: Callable[..., Any], donated: tuple[int, ...]) -> Callable[..., Any]:
+        """The jitted program ``traced`` run through its export, which its first call makes for `save`."""
+        exporting = ExportingProgram(traced, donated)
+        self._exporting[entry] = exporting
+        return exporting.jitted
 
     def save(
-        self, entry: str, args: Sequence[Any], discovered: Discovered, checks: list[Any], shape_nodes: dict
+        self, entry: str, args: Sequence[Any], discovered: Discovered, checks: list[Any] | None, shape_nodes: dict
     ) -> None:
         """Save the export of the program of ``entry`` (just called with ``args``), and what tracing found out.
 
-        ``checks`` numbers the checks a checked program's failure code names
-        (`aejax.linker.checks.CHECKS`): another process numbers them anew.
+        ``checks`` numbers the checks a program with checks names by its
+        failure code (`aejax.linker.checks.CHECKS`): another process numbers
+        them anew; ``None`` for a program without checks.
         """
         exported = getattr(self._exporting.pop(entry, None), "exported", None)
         if not fits(exported, args) or exported.nr_devices != 1:
@@ -216,10 +218,10 @@ class ProgramStore:
             payload = bytes(exported.serialize())
         except Exception:  # noqa: BLE001 - outputs of a structure JAX cannot serialize: compiled again next time
             return
-        names = [[f"{t.__module__}:{t.__qualname__}", message] for t, message in checks] if discovered.checked else None
+        names = None if checks is None else [[f"{t.__module__}:{t.__qualname__}", message] for t, message in checks]
         self._write(entry, ".exported", {"checks": names}, payload)
-        hint = {"static_positions": list(discovered.static_positions), "checked": discovered.checked}
-        self._write(self._hint_key(), ".discovered", {**hint, "shape_nodes": shape_nodes}, b"")
+        hint = {"static_positions": list(discovered.static_positions), "shape_nodes": shape_nodes}
+        self._write(self._hint_key(), ".discovered", hint, b"")
 
     def _load(self, entry: str) -> tuple[Any, list[tuple[type, str]] | None] | None:
         """The export saved under ``entry`` and its checks, or ``None``: missing, damaged, or its checks unknown here."""

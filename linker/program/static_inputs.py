@@ -29,13 +29,14 @@ from aesara.graph.basic import Variable, ancestors
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
-from aejax.linker.checks import CHECKS, CheckedProgram, NeedsChecks, discovering, recording_callbacks
+from aejax.linker.checks import CHECKS, CheckedProgram, ProgramTrace, coded_program, recording_program
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
 from aejax.linker.lengths.bounds import with_static_inputs
 from aejax.linker.program.cache import ProgramCache
 from aejax.linker.program.collection import collection_paused
 from aejax.linker.program.persistent_cache import use_persistent_cache
 from aejax.linker.program.saved_programs import Discovered, SavedAs
+from aejax.linker.trace.replay import replaying
 
 
 class ShapeInputWarning(UserWarning):
@@ -100,6 +101,27 @@ def _first_call(program: Callable[..., Any], args: Sequence[Any]) -> Any:
         return program(*args)
 
 
+def _traced(
+    coded: Callable[..., Any], dynamic: Sequence[Any], donated: tuple[int, ...]
+) -> tuple[Callable[..., Any], ProgramTrace, tuple[int, ...]]:
+    """``coded`` jitted and traced on ``dynamic`` (its first call compiles it), what the trace found, and the
+    arguments it donates: none once it met a check or staged a callback (a failure after it started would lose them).
+
+    The program given no buffers computes the trace already made: nothing is traced twice.
+    """
+    jitted = jax.jit(coded, donate_argnums=donated)
+    with recording_program() as trace:
+        traced = jitted.trace(*dynamic)
+    if donated and (trace.callbacks or trace.checked):
+        return jax.jit(replaying(traced.jaxpr, traced.out_info)), trace, ()
+    return jitted, trace, donated
+
+
+def _checked(jitted: Callable[..., Any], trace: ProgramTrace) -> Callable[..., Any]:
+    """The program that runs ``jitted``: a `CheckedProgram` if its trace met a check."""
+    return CheckedProgram(jitted) if trace.checked else jitted
+
+
 class RecompileWarning(UserWarning):
     """A compiled function keeps compiling new programs, more than its cache keeps."""
 
@@ -127,6 +149,14 @@ class Shortcut(NamedTuple):
         return self.shapes == tuple([getattr(a, "shape", None) for a in args])
 
 
+class NewProgram(NamedTuple):
+    """A program made for a call: when its making started, and its store entry if its first call is to be saved."""
+
+    program: Callable[..., Any]
+    started: float
+    entry: str | None
+
+
 class StaticInputProgram:
     """A traced graph compiled with `jax.jit`, static in its shape-deciding inputs.
 
@@ -143,11 +173,13 @@ class StaticInputProgram:
         The compiled programs (a `ProgramCache`), keyed by the values of the
         static inputs and the shapes of the others.
     checked
-        Whether the graph met a run-time check while tracing (see `aejax.linker.checks`).
+        Whether a program it keeps met a run-time check while tracing (see `aejax.linker.checks`).
     donated
         Positions of the inputs whose buffers a program may reuse for its
         outputs (``donate_argnums``): the old values of updated resident
-        shared variables. Not in a checked program, nor for static inputs.
+        shared variables. Not in a program with a check or a callback (each
+        program is traced once, then compiled with or without donations),
+        nor for static inputs.
     shortcut
         The program of the last call that ran, while no input is static
         (`Shortcut`); ``None`` before the first call and after discovery
@@ -185,7 +217,8 @@ class StaticInputProgram:
 
     @property
     def checked(self) -> bool:
-        return self._discovered.checked
+        """Whether a program it keeps met a run-time check while tracing (see `aejax.linker.checks`)."""
+        return any(isinstance(program, CheckedProgram) for program in self.programs.values())
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         shortcut = self.shortcut
@@ -197,59 +230,66 @@ class StaticInputProgram:
         while True:
             discovered = self._discovered
             try:
-                key, program, compiled = self._program_for(discovered, args)
                 dynamic = self._dynamic(discovered, args)
-                if not compiled:
+                key, program, new = self._program_for(discovered, args, dynamic)
+                if new is None:
                     outputs = program(*dynamic)
                 else:
                     with collection_paused():
-                        outputs = self._first_run(discovered, key, program, dynamic)
+                        outputs = self._first_run(discovered, key, program, dynamic, new)
             except LoweringError as error:
                 if not self._make_static(discovered, error):
                     raise
-            except NeedsChecks:
-                self._rediscover(discovered, replace(discovered, checked=True))
             else:
                 if not discovered.static_positions:
                     self.shortcut = Shortcut(key, program)  # only once it ran: then it is traced
                 return outputs
 
-    def _program_for(self, discovered: Discovered, args: tuple[Any, ...]) -> tuple[Any, Callable[..., Any], bool]:
-        """The key and program for ``args``, and whether the program was made for them (its first call compiles it).
+    def _program_for(
+        self, discovered: Discovered, args: tuple[Any, ...], dynamic: Sequence[Any]
+    ) -> tuple[Any, Callable[..., Any], NewProgram | None]:
+        """The key and program for ``args`` (``dynamic`` without the static ones), and how it was made if it is new.
 
-        A program made for them is one saved by an earlier process, if the
-        store has it (`aejax.linker.program.saved_programs`).
+        A new program is one saved by an earlier process, if the store has it
+        (`aejax.linker.program.saved_programs`), else one traced now, which
+        its first call compiles.
         """
         statics = discovered.static_positions
         key = tuple(_static_key(a) if i in statics else _shape_key(a) for i, a in enumerate(args))
         program = self.programs.get(key)
         if program is not None:
-            return key, program, False
+            return key, program, None
         self._announce_new_values(statics, key)
-        program, loaded = self._compile(discovered, key), False
-        if self._store is not None:
-            entry = self._store.entry(discovered, key, self._dynamic(discovered, args))
-            donated = () if discovered.checked else self._donated_argnums(discovered.static_positions)
-            program, loaded = self._store.program(entry, program, donated)
-        program = self.programs.add(key, program)
+        new = self._new_program(discovered, key, dynamic)
+        program = self.programs.add(key, new.program)
         if self.programs.evicted and not self._warned:
             self._warned = True
             self._warn_recompiling()
-        return key, program, not loaded
+        return key, program, new
 
-    def _first_run(self, discovered: Discovered, key: Any, program: Callable[..., Any], dynamic: Any) -> Any:
-        """The first call of a new ``program`` (it traces and compiles), which the store keeps if it took long enough.
-
-        A program that staged a callback, or whose outputs may be of run-time
-        length, is never saved: a second process could not replay it.
-        """
+    def _new_program(self, discovered: Discovered, key: tuple[Any, ...], dynamic: Sequence[Any]) -> NewProgram:
+        """The program for ``key``: loaded from the store, or traced on ``dynamic`` (and exported if it may be saved)."""
         started = time.perf_counter()
-        with recording_callbacks() as host_calls:
-            outputs = _first_call(program, dynamic) if self.donated else program(*dynamic)
-        store, seconds = self._store, time.perf_counter() - started
-        if store is not None and not host_calls and store.worth_saving(seconds) and self.saved_as.storable():
-            entry = store.entry(discovered, key, dynamic)
-            store.save(entry, dynamic, discovered, CHECKS.entries(), dict(self._shape_nodes))
+        store, coded = self._store, coded_program(self._bound(discovered, key))
+        donated = self._donated_argnums(discovered.static_positions)
+        entry = None if store is None else store.entry(discovered, key, dynamic)
+        loaded = None if entry is None else store.loaded(entry, jax.jit(coded), donated)
+        if loaded is not None:
+            return NewProgram(loaded, started, None)
+        jitted, trace, donated = _traced(coded, dynamic, donated)
+        if entry is None or trace.callbacks or not self.saved_as.storable():
+            return NewProgram(_checked(jitted, trace), started, None)
+        return NewProgram(_checked(store.exporting(entry, jitted, donated), trace), started, entry)
+
+    def _first_run(
+        self, discovered: Discovered, key: Any, program: Callable[..., Any], dynamic: Any, new: NewProgram
+    ) -> Any:
+        """The first call of a ``new`` program, which the store keeps if tracing and compiling it took long enough."""
+        outputs = _first_call(program, dynamic) if self.donated else program(*dynamic)
+        store, seconds = self._store, time.perf_counter() - new.started
+        if new.entry is not None and store.worth_saving(seconds):
+            checks = CHECKS.entries() if isinstance(program, CheckedProgram) else None
+            store.save(new.entry, dynamic, discovered, checks, dict(self._shape_nodes))
         return outputs
 
     @staticmethod
@@ -259,7 +299,8 @@ class StaticInputProgram:
             return args
         return [a for i, a in enumerate(args) if i not in statics]
 
-    def _compile(self, discovered: Discovered, key: tuple[Any, ...]) -> Callable[..., Any]:
+    def _bound(self, discovered: Discovered, key: tuple[Any, ...]) -> Callable[..., Any]:
+        """The traced function of the dynamic inputs, the static ones bound to their values in ``key``."""
         inputs = self.inputs
         statics = {pos: _static_value(key[pos], inputs[pos]) for pos in discovered.static_positions}
         n_inputs = len(inputs)
@@ -271,13 +312,7 @@ class StaticInputProgram:
             return traced_fn(*full)
 
         use_persistent_cache()
-        program = with_static_inputs(program)  # a Scan may ask for the bounds of its sequences (BoundsNeeded)
-        if discovered.checked:
-            return CheckedProgram(program)
-        donated = self._donated_argnums(discovered.static_positions)
-        if not donated:
-            return jax.jit(discovering(program))
-        return jax.jit(discovering(program, donating=True), donate_argnums=donated)
+        return with_static_inputs(program)  # a Scan may ask for the bounds of its sequences (BoundsNeeded)
 
     def _donated_argnums(self, statics: tuple[int, ...]) -> tuple[int, ...]:
         """The positions among the dynamic arguments of the inputs whose buffers the program may reuse."""
@@ -318,11 +353,6 @@ class StaticInputProgram:
                     ShapeInputWarning,
                     stacklevel=caller_stacklevel(),
                 )
-
-    def _rediscover(self, discovered: Discovered, found: Discovered) -> None:
-        with self._lock:
-            if self._discovered is discovered:
-                self._replace(found)
 
     def _replace(self, discovered: Discovered) -> None:
         self._discovered = discovered

@@ -63,7 +63,7 @@ from aesara.tensor.shape import SpecifyShape, Unbroadcast
 from aesara.tensor.subtensor import IncSubtensor, Subtensor
 from jax import lax
 
-from aejax.linker.checks import loop_end, loop_failure_start, loop_step, require
+from aejax.linker.checks import checks_met, loop_failure_start, loop_step, report_inner, require
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
 from aejax.linker.dispatch.rows import row_at
@@ -537,13 +537,13 @@ class LoweredScan:
             mit_mot = tuple(shift_in(w, row) for w, row in zip(written, entering))
             return new._replace(mit_mot=mit_mot), ([w[0] for w in written], traces)
 
-        start = self.start(plan, mm_windows)
+        since, start = checks_met(), self.start(plan, mm_windows)
         xs = (seqs, mm_incoming, noise)
         if self.progress is None:
             final, (mm_traces, traces) = lax.scan(body, start, xs, length=n_steps)
         else:
             final, (mm_traces, traces) = self.progress.scan(body, start, xs, n_steps, self.node.op.name or "Scan")
-        loop_end(final.failed)
+        report_inner(final.failed, since)
         mm_results = [
             jnp.concatenate([trace, window, b[n_steps + window.shape[0] :]])[: b.shape[0]]
             for b, trace, window in zip(mit_mot, mm_traces, final.mit_mot)
@@ -583,7 +583,7 @@ class LoweredScan:
             return stepped._replace(carry=stepped.carry._replace(mit_mot=mit_mot))
 
         first = jnp.asarray(0, "int32")
-        start = self.start(plan, mit_mot)
+        since, start = checks_met(), self.start(plan, mit_mot)
         step, example = traced_once(advance, first, start)
         nit_rows = example.traces[len(example.traces) - len(sizes) :]
         nit_buffers = [jnp.zeros((size,) + row.shape, row.dtype) for size, row in zip(sizes, nit_rows)]
@@ -603,7 +603,7 @@ class LoweredScan:
 
         buffers = (*plan.kept(sots), *nit_buffers)
         final = lax.while_loop(cond, body, WhileCarry(first, jnp.asarray(True), start, buffers))
-        loop_end(final.carry.failed)
+        report_inner(final.carry.failed, since)
         laid_out = iter(
             ordered_history(b, final.step, offset, n_steps, lay.as_while) for b, offset in zip(final.buffers, offsets)
         )

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from aesara.graph.basic import Apply, Variable
 from aesara.ifelse import IfElse
 
-from aejax.linker.checks import loop_end, loop_failure_start, loop_step, require
+from aejax.linker.checks import checks_met, loop_failure_start, loop_step, report_inner, require
 from aejax.linker.errors import (
     NodeIndexError,
     NodeTypeError,
@@ -152,6 +152,7 @@ def if_else(
     """
     if not is_traced(condition):
         return list((then if bool(condition) else otherwise)())
+    since = checks_met()
     traced = [_traced_branch(branch, failures) for branch in (then, otherwise)]
     failed = [isinstance(t, BaseException) for t in traced]
     if all(failed):
@@ -160,11 +161,11 @@ def if_else(
             "so its condition must be known while tracing"
         )
     if any(failed):
-        return _other_than_failed(node, condition, traced)
+        return _other_than_failed(node, condition, traced, since)
     (then_replay, then_result), (else_replay, else_result) = traced
     _check_branch_values(node, then_result[0], else_result[0])
     values, code = jax.lax.cond(condition, then_replay, else_replay)
-    loop_end(code)
+    report_inner(code, since)
     return list(values)
 
 
@@ -176,15 +177,18 @@ def _traced_branch(branch: Values, failures: tuple[type[BaseException], ...]) ->
         return error
 
 
-def _other_than_failed(node: Apply, condition: Any, traced: list[Any]) -> list[Any]:
-    """The values of the branch that traced, checked at run time to be the one ``condition`` picks."""
+def _other_than_failed(node: Apply, condition: Any, traced: list[Any], since: int) -> list[Any]:
+    """The values of the branch that traced, checked at run time to be the one ``condition`` picks.
+
+    ``since`` is the count of checks met (`checks_met`) before the branches were traced.
+    """
     side = 0 if isinstance(traced[1], BaseException) else 1
     failure = rebuildable(traced[1 - side])
     picks_then = jnp.asarray(condition) != 0
     require(picks_then if side == 0 else ~picks_then, type(failure), str(failure), f"node {node}")
     replay, _ = traced[side]
     values, code = replay()
-    loop_end(code)
+    report_inner(code, since)
     return list(values)
 
 

@@ -40,7 +40,7 @@ from aesara.tensor.basic import AllocEmpty
 from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.type import DenseTensorType, TensorType
 
-from aejax.linker.checks import NeedsChecks, require
+from aejax.linker.checks import require
 from aejax.linker.errors import (
     InvalidValueError,
     LoweringError,
@@ -567,8 +567,6 @@ def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[A
         if error.node is node or isinstance(error, BoundsNeeded):
             raise
         raise type(error)(f"{error}\n(inside node {node})", node=node, needs_static=error.needs_static) from error
-    except NeedsChecks:
-        raise
     except NeedsSplit as error:
         raise LoweringError(
             f"node {error.node} inside node {node} returns a value whose length is known "

@@ -19,10 +19,15 @@ def traced_once(fn: Callable[..., Any], *example: Any) -> tuple[Callable[..., An
     Scan's step lowers every Scan nested in it each time it is traced.
     """
     closed, result = jax.make_jaxpr(fn, return_shape=True)(*example)
+    return replaying(closed, result), result
+
+
+def replaying(closed: Any, result: Any) -> Callable[..., Any]:
+    """The function computing the jaxpr ``closed`` (a ``ClosedJaxpr``), returning a pytree shaped as ``result``."""
     tree = jax.tree_util.tree_structure(result)
     replay = jaxpr_as_fun(closed)
 
     def replayed(*args: Any) -> Any:
         return jax.tree_util.tree_unflatten(tree, replay(*jax.tree_util.tree_leaves(args)))
 
-    return replayed, result
+    return replayed

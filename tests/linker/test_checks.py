@@ -133,6 +133,53 @@ def test_only_graphs_with_checks_are_compiled_with_them():
     assert all(isinstance(p, CheckedProgram) for p in checked.vm.jit_fn.segments[0].program.programs.values())
 
 
+class Halve(aesara.graph.op.Op):
+    """``x / 2``, lowered by a function that counts how often it is traced."""
+
+    traced = 0
+
+    def make_node(self, x):
+        return aesara.graph.basic.Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = inputs[0] / 2
+
+
+@aejax.linker.jax_funcify.register(Halve)
+def _halve(op, node=None, **kwargs):
+    def halve(x):
+        Halve.traced += 1
+        return x / 2
+
+    return halve
+
+
+@pytest.mark.parametrize("where", ["graph", "loop"])
+def test_a_check_costs_the_first_call_no_second_trace(where):
+    """A graph with a check is traced as often as the same graph without it, and a loop whose body holds no check
+    makes no checked program."""
+    x = at.dvector("x")
+    check = _positive if where == "graph" else (lambda v: v)
+
+    def step(h):
+        return Halve()(_positive(h) if where == "loop" else h)
+
+    def compiled(checked):
+        hs, _ = aesara.scan(step if checked else lambda h: Halve()(h), outputs_info=[x], n_steps=3)
+        return aesara.function([x], (check(hs[-1]) if checked else hs[-1]).sum(), mode=aejax.linker.mode)
+
+    traces = []
+    for checked in (False, True):
+        f = compiled(checked)
+        Halve.traced = 0
+        np.testing.assert_allclose(f(np.ones(2)), 0.25)
+        traces.append(Halve.traced)
+        assert f.vm.jit_fn.segments[0].program.checked is checked
+    assert traces[0] == traces[1] > 0
+    with pytest.raises(NegativeScaleError):
+        f(-np.ones(2))
+
+
 def test_aeppl_parameter_check_raises():
     aeppl = pytest.importorskip("aeppl")
     from aeppl.logprob import ParameterValueError

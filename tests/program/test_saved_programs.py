@@ -440,7 +440,7 @@ def test_a_damaged_swapped_or_foreign_entry_is_a_miss_and_the_next_processes_sav
     assert first["0.5"]["values"] != first["0.25"]["values"]
     assert all(first[scale]["traced"] > 0 for scale in first)
     loaded = [scale for scale, result in last.items() if result["traced"] == 0]
-    assert loaded == [scale for scale in first if scale != "1.0"]  # a loaded program does not write its hint
+    assert loaded == list(first)  # 1.0's damaged hint is a miss, but with no static input its entry's key is the same
 
 
 def _compiled_and_called():
