@@ -64,6 +64,7 @@ SUITES = {
             "tests/link/jax",
             "tests/test_ifelse.py",
             "tests/test_gradient.py",
+            "tests/test_raise_op.py",
             "tests/tensor/random",
             "tests/tensor/test_basic.py",
             "tests/tensor/test_math.py",

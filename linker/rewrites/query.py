@@ -38,10 +38,12 @@
   tracing.
 
 In place of the feature, aejax's own rewrites (`aejax.linker.rewrites.shape`)
-write shapes per axis (read through ``DimShuffle`` and ``Unbroadcast``) and
-drop whole slices ``x[0:]``, before Aesara's rewrites and again after its
-stabilization; the second pass also drops the ``fill(x, y)`` that
-``local_fill_to_alloc`` would have removed.
+write shapes per axis (read through ``DimShuffle``, ``Unbroadcast`` and
+checks: `aejax.linker.rewrites.shape.VIEWS`), make no check for a value of which a fill reads only the
+shape (``fill(assert_op(x, c), y)``, the gradient of a checked value, as
+``local_fill_to_alloc`` leaves none) and drop whole slices ``x[0:]``, before
+Aesara's rewrites and again after its stabilization; the second pass also
+drops the ``fill(x, y)`` that ``local_fill_to_alloc`` would have removed.
 
 Before Aesara's rewrites, as an extra rewrite of the query, runs aejax's own
 rewrite `ScanKeepLast`: when only the last value of a Scan output is used,
@@ -72,16 +74,25 @@ from aesara.graph.rewriting.basic import GraphRewriter, SequentialGraphRewriter,
 from aesara.graph.rewriting.db import RewriteDatabase, RewriteDatabaseQuery
 
 from aejax.linker.rewrites.scan import FixedLengthScanMerge, keep_last, sequence_bounds, sequences_uncut
-from aejax.linker.rewrites.shape import AxisLengthThroughDimShuffle, ShapeAsEntries, UselessFill, WholeSlices
+from aejax.linker.rewrites.shape import AxisLengthThroughViews, FillOfChecked, ShapeAsEntries, UselessFill, WholeSlices
 
 early_rewrites = SequentialGraphRewriter(
-    in2out(ShapeAsEntries(), AxisLengthThroughDimShuffle(), WholeSlices(), name="aejax_shapes", ignore_newtrees=True),
+    in2out(
+        ShapeAsEntries(),
+        AxisLengthThroughViews(),
+        WholeSlices(),
+        FillOfChecked(),
+        name="aejax_shapes",
+        ignore_newtrees=True,
+    ),
     keep_last,
 )
-"""aejax's rewrites before Aesara's: shapes as entries and whole slices removed, then `ScanKeepLast`."""
+"""aejax's rewrites before Aesara's: shapes as entries, whole slices and the checks of fills removed, then `ScanKeepLast`."""
 
 late_rewrites = SequentialGraphRewriter(
-    in2out(ShapeAsEntries(), AxisLengthThroughDimShuffle(), WholeSlices(), UselessFill(), name="aejax_clean_up"),
+    in2out(
+        ShapeAsEntries(), AxisLengthThroughViews(), WholeSlices(), FillOfChecked(), UselessFill(), name="aejax_clean_up"
+    ),
     sequences_uncut,
 )
 """The same for shapes and slices that Aesara's rewrites wrote, and the

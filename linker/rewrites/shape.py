@@ -5,7 +5,8 @@ the inner graphs of Scans included; some rewrites only simplify a graph
 when it is there. JAX knows every shape while tracing, so aejax does without
 it (`aejax.linker.rewrites`) and keeps, in these rewrites, the
 simplifications its graphs need from it: shapes read per axis, through
-``DimShuffle`` and ``Unbroadcast``, and whole slices and fills dropped.
+views of an array (`VIEWS`), whole slices and fills dropped, and no check
+made for a value of which only the shape is read.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import aesara.tensor as at
 from aesara.graph.basic import Variable
 from aesara.graph.fg import FunctionGraph
 from aesara.graph.rewriting.basic import NodeRewriter
+from aesara.raise_op import CheckAndRaise
+from aesara.scalar.basic import Second
 from aesara.tensor.basic import MakeVector, ScalarFromTensor, TensorFromScalar
-from aesara.tensor.elemwise import DimShuffle
+from aesara.tensor.elemwise import DimShuffle, Elemwise
 from aesara.tensor.rewriting.basic import local_useless_fill
 from aesara.tensor.shape import Shape, Shape_i, Unbroadcast
 from aesara.tensor.subtensor import Subtensor, get_constant_idx
@@ -42,11 +45,18 @@ class ShapeAsEntries(NodeRewriter):
         return [MakeVector("int64")(*[axis_length(x, axis) for axis in range(x.type.ndim)])]
 
 
-class AxisLengthThroughDimShuffle(NodeRewriter):
-    """``Shape_i`` of a ``DimShuffle`` or ``Unbroadcast`` as `axis_length` reads it: from their input.
+VIEWS = (DimShuffle, Unbroadcast, CheckAndRaise)
+"""Ops whose output is a view of their first input: its elements rearranged (``DimShuffle``, ``Unbroadcast``) or as
+they are, once a condition is checked (``CheckAndRaise``, ``Assert``)."""
+
+
+class AxisLengthThroughViews(NodeRewriter):
+    """``Shape_i`` of a view (`VIEWS`) as `axis_length` reads it: from the array it views.
 
     ``aesara.scan`` sizes each state's buffer ``n_steps + init.shape[0]``
-    with ``init = unbroadcast(x0[None])``: its length is the constant 1.
+    with ``init = unbroadcast(x0[None])``: its length is the constant 1. The
+    length of ``assert_op(x, c)`` is ``x``'s, whatever ``c``: a graph that
+    reads only the shape does not check ``c``, as under Aesara's `ShapeFeature`.
     """
 
     def tracks(self) -> list[type]:
@@ -54,14 +64,14 @@ class AxisLengthThroughDimShuffle(NodeRewriter):
 
     def transform(self, fgraph: FunctionGraph, node: Any, *args: Any, **kwargs: Any) -> list[Variable] | bool:
         x = node.inputs[0]
-        if not isinstance(node.op, Shape_i) or not isinstance(getattr(x.owner, "op", None), (DimShuffle, Unbroadcast)):
+        if not isinstance(node.op, Shape_i) or not isinstance(getattr(x.owner, "op", None), VIEWS):
             return False
         return [axis_length(x, node.op.i)]
 
 
 def axis_length(x: Variable, axis: int) -> Variable:
-    """The length of ``x``'s axis: a constant if static, else ``Shape_i`` of the array it was rearranged from."""
-    while isinstance(getattr(x.owner, "op", None), (DimShuffle, Unbroadcast)) and x.type.shape[axis] is None:
+    """The length of ``x``'s axis: a constant if static, else ``Shape_i`` of the array it views (`VIEWS`)."""
+    while isinstance(getattr(x.owner, "op", None), VIEWS) and x.type.shape[axis] is None:
         if isinstance(x.owner.op, DimShuffle):
             axis = x.owner.op.new_order[axis]  # never "x": a new axis has the static length 1
         x = x.owner.inputs[0]
@@ -119,3 +129,23 @@ class UselessFill(NodeRewriter):
 
     def transform(self, fgraph: FunctionGraph, node: Any, *args: Any, **kwargs: Any) -> Any:
         return local_useless_fill.transform(fgraph, node)
+
+
+class FillOfChecked(NodeRewriter):
+    """``fill(assert_op(x, c), y)`` as ``fill(x, y)``: a fill reads only its first input's shape, which is ``x``'s.
+
+    The gradient of a checked value is such a fill (``ones_like``); Aesara's
+    ``local_fill_to_alloc`` drops its check the same way, reading the shape
+    through its `ShapeFeature`, so only the value itself is checked.
+    """
+
+    def tracks(self) -> list[Any]:
+        return [Elemwise]
+
+    def transform(self, fgraph: FunctionGraph, node: Any, *args: Any, **kwargs: Any) -> list[Variable] | bool:
+        if not isinstance(node.op, Elemwise) or not isinstance(node.op.scalar_op, Second):
+            return False
+        checked, value = node.inputs
+        if not isinstance(getattr(checked.owner, "op", None), CheckAndRaise):
+            return False
+        return [node.op(checked.owner.inputs[0], value)]

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import aesara
+import aesara.raise_op
 import aesara.tensor as at
 import numpy as np
 import pytest
@@ -62,6 +63,34 @@ def test_a_scan_state_buffer_has_a_constant_size():
     assert_matches_reference([x0], xs, 0.5)
     f = aesara.function([x0], xs, mode=aejax.linker.mode)
     assert not [node for node in f.maker.fgraph.apply_nodes if isinstance(node.op, (Shape, Shape_i))]
+
+
+def test_the_shape_of_a_checked_value_is_its_inputs_and_checks_nothing():
+    """``assert_op(x, c).shape`` is ``x.shape``, as under Aesara's shape feature: the reference returns it whatever ``c``."""
+    x, c = at.dmatrix("x"), at.dscalar("c")
+    checked = aesara.raise_op.Assert("c must hold")(x, c)
+    outputs = [checked.shape, checked.shape[1] * 2]
+    for holds in (1.0, 0.0):
+        assert_matches_reference([x, c], outputs, np.ones((2, 3)), holds)
+    f = aesara.function([x, c], outputs, mode=aejax.linker.mode)
+    assert not [node for node in f.maker.fgraph.apply_nodes if isinstance(node.op, aesara.raise_op.CheckAndRaise)]
+    g = aesara.function([x, c], checked.sum() + checked.shape[0], mode=aejax.linker.mode)
+    with pytest.raises(AssertionError, match="c must hold"):
+        g(np.ones((2, 3)), 0.0)  # the value itself is still checked
+
+
+def test_the_gradient_of_a_checked_sum_checks_nothing_as_under_fast_run():
+    """``grad(assert_op(x, c).sum(), x)`` is ``ones_like``: a fill of the checked value, which reads only its shape.
+
+    Aesara's ``fast_run`` rewrites (those aejax's mode starts from) drop the
+    check there; its ``fast_compile`` keeps the fill and raises.
+    """
+    x, c = at.dvector("x"), at.dscalar("c")
+    (gradient,) = aesara.grad(aesara.raise_op.Assert("c must hold")(x, c).sum(), [x])
+    reference = aesara.function([x, c], gradient, mode=aesara.compile.mode.Mode(linker="py", optimizer="fast_run"))
+    ours = aesara.function([x, c], gradient, mode=aejax.linker.mode)
+    for holds in (1.0, 0.0):
+        np.testing.assert_array_equal(ours(np.ones(3), holds), reference(np.ones(3), holds))
 
 
 def test_slices_over_whole_axes_are_dropped_and_others_kept():
