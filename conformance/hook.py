@@ -353,7 +353,7 @@ class Reference:
         """Compile the reference; ``None`` (recorded) when the asked mode cannot compile the graph."""
         private_inputs, shared = [], []
         for item in inputs:
-            if getattr(item, "shared", False) and isinstance(item.value, Container):
+            if isinstance(getattr(item, "value", None), Container):  # a shared variable's, or another function's
                 item, pair = _private_copy(item)
                 shared.append(pair)
             private_inputs.append(item)
@@ -372,12 +372,14 @@ class Reference:
     def bind_defaults(self, inputs: list[In], function: Any) -> None:
         """Pair the containers of inputs with a default value (``In(x, value=..., update=...)``).
 
-        Each function keeps its own container of these; the test may set them
+        Each function keeps its own container of these (unless it was given
+        one: ``In(s, value=f.container[s])`` shares ``f``'s, which `compile`
+        copied, as a shared variable's); the test may set them
         (``f["x"] = None``) and updates change them, so each call starts the
         reference from AEJAX's values and their updates are compared too.
         """
         for item, real, private in zip(inputs, function.input_storage, self.function.input_storage):
-            if not getattr(item, "shared", False) and item.value is not None:
+            if not isinstance(item.value, Container) and item.value is not None:
                 self.shared.append(SharedPair(item.variable, real, private, item.update))
 
     def sync(self) -> None:

@@ -424,7 +424,15 @@ class JAXCodecLinker(JITLinker):
     def create_jitable_thunk(
         self, compute_map: Any, order: Any, input_storage: Any, output_storage: Any, storage_map: Any
     ) -> tuple[list[Callable[[], None]], list[Any], GraphProgram]:
+        """The thunk that runs the graph's program and fills the output cells, and the node Aesara files it under.
+
+        A graph of no node (its outputs are inputs or constants) has no
+        thunk: each output's cell is its input's or holds the constant, as
+        for Aesara's own linkers.
+        """
         program = self.jit_compile(self.fgraph_convert(self.fgraph, storage_map=storage_map))
+        if not order:
+            return [], [], program
         call = HostCall(program, self.fgraph.update_mapping)
         inputs = [cell.storage for cell in program.input_cells]
         outputs = [(cell.storage, compute_map[cell.variable]) for cell in program.output_cells]

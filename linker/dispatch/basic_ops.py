@@ -15,6 +15,7 @@ from aesara.typed_list.basic import MakeList
 
 from aejax.linker.checks import require
 from aejax.linker.dispatch.basic import jax_funcify
+from aejax.linker.errors import LoweringError, variable_name
 from aejax.linker.lengths import masked
 from aejax.linker.lengths.concrete import is_traced
 from aejax.linker.lengths.consumers import takes_run_time_lengths
@@ -28,6 +29,21 @@ def _function_graph(fgraph: FunctionGraph, node: Any = None, **kwargs: Any) -> L
 
 @jax_funcify.register(OpFromGraph)
 def _op_from_graph(op: OpFromGraph, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    """The outputs of ``op``'s inner graph; `LoweringError` if that graph updates shared variables.
+
+    Aesara's ``OpFromGraph(..., inline=False)`` stores such updates (a random
+    generator's, say) from inside its node; the program would compute and
+    drop them, and every call would read the same values.
+    """
+    updated = sorted((op.fgraph.update_mapping or {}).values())
+    if updated:
+        names = ", ".join(repr(variable_name(node.inputs[i])) for i in updated)
+        raise LoweringError(
+            f"node {node}: the OpFromGraph updates {names} inside its inner graph, which AEJAX would not store "
+            "(each call would read the same values); build it with inline=True, or return the new values as "
+            "outputs and pass them to aesara.function's updates",
+            node=node,
+        )
     inner = jax_funcify(op.fgraph)
     n_outputs = len(node.outputs)
 

@@ -2,7 +2,7 @@
 
 `jax.scipy.special` 0.7.1 has no ``erfcx``, ``erfcinv`` or ``owens_t``, and
 Aesara's generic scalar lowering looks them up there by name, so it fails for
-them. Each is built here from functions JAX has, arranged so that it keeps
+them (and for ``xlogx``, ``xlogy0``, which name no function at all). Each is built here from functions JAX has, arranged so that it keeps
 full precision where the textbook formula would overflow or cancel.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 from aesara.scalar.math import Erfcinv, Erfcx, GammaL, GammaU, Owens_t, TriGamma
+from aesara.tensor.xlogx import XlogX, XlogY0
 from jax.scipy.special import erfc, gamma, gammainc, gammaincc, ndtr, ndtri, polygamma
 
 from aejax.linker.dispatch.basic import jax_funcify
@@ -117,6 +118,18 @@ def lower_gamma(k: Any, x: Any) -> Any:
     return gammainc(k, x) * gamma(k)
 
 
+def x_log_x(x: Any) -> Any:
+    """``x * log(x)``, 0 at ``x == 0`` (Aesara's ``xlogx``)."""
+    x = as_float(x)
+    return jnp.where(x == 0, 0, x * jnp.log(x))
+
+
+def x_log_y0(x: Any, y: Any) -> Any:
+    """``x * log(y)``, 0 wherever ``x == 0`` (Aesara's ``xlogy0``)."""
+    x = as_float(x)
+    return jnp.where(x == 0, 0, x * jnp.log(as_float(y)))
+
+
 def _register(op_class: type, function: Callable[..., Any]) -> None:
     jax_funcify.register(op_class)(lambda op, **kwargs: function)
 
@@ -128,5 +141,7 @@ for _op_class, _function in (
     (TriGamma, trigamma),
     (GammaU, upper_gamma),
     (GammaL, lower_gamma),
+    (XlogX, x_log_x),
+    (XlogY0, x_log_y0),
 ):
     _register(_op_class, _function)

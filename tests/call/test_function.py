@@ -182,3 +182,29 @@ def test_an_output_that_is_a_new_generator_is_the_references_numpy_generator(mak
         if seed is not None:
             assert make.random_type.values_eq(got, expected)
     assert ours()[0] is not ours()[0]
+
+
+def test_graphs_of_no_node_run_as_under_the_reference():
+    """Outputs that are inputs or constants, and updates that swap values: no node to run, as in Aesara's own tests."""
+    found = []
+    for mode in (REFERENCE, aejax.linker.mode):
+        A, B = aesara.shared(np.zeros(2) + 0.5), aesara.shared(np.zeros(2) - 0.5)
+        swap = aesara.function([], [], updates=[(A, B), (B, A)], mode=mode)
+        held, a = aesara.shared(1.0), at.dscalar("a")
+        trade = aesara.function([In(a, value=0.0, update=held)], [], updates={held: a}, mode=mode)
+        x = at.dvector("x")
+        same, constant = aesara.function([x], x, mode=mode), aesara.function([], at.constant([4]), mode=mode)
+        values = [aesara.function([], [], mode=mode)()]
+        for _ in range(3):
+            swap()
+            trade()
+            values.append((A.get_value().tolist(), B.get_value().tolist(), float(held.get_value())))
+        given = np.ones(2)
+        returned = same(given)
+        returned[0] = 5.0  # a copy: the next call's output is not changed
+        first = constant()
+        first[0] = 3
+        values += [given.tolist(), same(given).tolist(), constant().tolist()]
+        found.append(values)
+    assert found[0] == found[1]
+    assert found[1][1] == ([-0.5, -0.5], [0.5, 0.5], 0.0)

@@ -184,6 +184,16 @@ def test_inputs_with_a_default_and_an_update_start_each_call_alike(redirect):
     assert redirect.incidents == [] and redirect.compared_calls == 2
 
 
+def test_a_default_shared_with_another_function_is_compared_from_its_current_value(redirect):
+    """``In(s, value=f.container[s])``: ``g`` updates ``f``'s container; each reference starts from its value."""
+    x, s = at.dscalars("x", "s")
+    f = aesara.function([x, aesara.In(s, value=0.0, update=s + x)], s + x)
+    g = aesara.function([x, aesara.In(s, value=f.container[s], update=s - 2 * x)], s * 10)
+    assert [float(f(1.0)), float(g(1.0)), float(f(1.0)), float(g(3.0))] == [1.0, 10.0, 0.0, 0.0]
+    assert float(f[s]) == -6.0
+    assert redirect.incidents == [] and redirect.compared_calls == 4
+
+
 def test_the_reference_has_its_own_scan_op():
     """Compiling a Scan's inner function rewrites the Op's inner graph in place: AEJAX's Op must not be the one."""
     x = at.dvector("x")

@@ -51,6 +51,7 @@ MODULES = [
     "aesara.tensor.sort",
     "aesara.tensor.random.basic",
     "aesara.tensor.blas",
+    "aesara.tensor.xlogx",
 ]
 
 BASE_CLASSES = {

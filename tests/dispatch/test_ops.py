@@ -172,6 +172,22 @@ def test_op_from_graph():
     assert_matches_reference([x, y], [outs[0] * 2, outs[1]], V, V[::-1].copy())
 
 
+def test_an_op_from_graph_that_updates_a_generator_inside_is_refused_by_name():
+    """A non-inlined OpFromGraph stores its random generator's update itself; AEJAX would drop it (same draws each call)."""
+    from aesara.compile.builders import OpFromGraph
+
+    def normal_draw(inline):
+        x = at.dscalar("x")
+        y = at.random.RandomStream(239).normal(x, name="y")
+        y.owner.inputs[0].name = "rng"
+        return OpFromGraph([x], [y], inline=inline)(at.as_tensor(np.float64(0.0)))
+
+    with pytest.raises(aejax.linker.LoweringError, match="updates 'rng' inside its inner graph.*inline=True"):
+        aesara.function([], normal_draw(inline=False), mode=aejax.linker.mode)
+    f = aesara.function([], normal_draw(inline=True), mode=aejax.linker.mode)
+    assert len({float(f()) for _ in range(3)}) == 3
+
+
 def test_floor_division_by_zero_gives_numpys_values():
     """numpy's ``a // 0`` is 0 for integers and ``a / 0`` (an infinity or nan) for floats; XLA's differs."""
     a, b, x = at.lvector("a"), at.lvector("b"), at.dvector("x")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from aesara.scalar.math import gammal, gammau, tri_gamma
 from aesara.tensor.elemwise import Elemwise
+from aesara.tensor.xlogx import xlogx, xlogy0
 
 from tests.reference import assert_matches_reference, compile_both
 
@@ -67,6 +68,20 @@ def test_float32_inputs_keep_float32():
 def test_integer_inputs_are_upcast():
     n = at.ivector("n")
     assert_matches_reference([n], [at.erfcx(n), at.j0(n)], np.arange(-3, 8, dtype="int32"), rtol=1e-12)
+
+
+def test_x_log_x_and_x_log_y0_are_zero_where_x_is():
+    """Aesara's ``xlogx`` and ``xlogy0`` (no function of that name in JAX): 0 at ``x == 0``, ``nan`` below."""
+    x, y = at.dvector("x"), at.dvector("y")
+    values = np.array([0.0, 0.0, 0.5, 1.0, 3.0, -1.0]), np.array([0.0, 2.0, 0.5, 0.0, 4.0, 2.0])
+    assert_matches_reference([x, y], [xlogx(x), xlogy0(x, y)], *values)
+    f, n = at.fvector("f"), at.ivector("n")
+    assert_matches_reference(
+        [f, n],
+        [xlogx(f), xlogy0(n, f)],
+        np.array([0, 0.5, 2], "float32"),
+        np.array([0, 1, 2], "int32"),
+    )
 
 
 def test_complex_parts():
