@@ -100,18 +100,46 @@ def from_aesara_convention(op: Any, lowering: Lowering) -> Lowering:
 
 
 def _aesara_or_host(op: Any, node: Any = None, **kwargs: Any) -> Lowering:
-    try:
-        return from_aesara_convention(op, aesara_jax_funcify(op, node=node, **kwargs))
-    except NotImplementedError as error:
-        problem = host_fallback_problem(op, node)
-        if problem is None:
-            return host_lowering(node)
-        raise LoweringError(
-            f"no JAX lowering for Op {op} in node {node} ({error}), and {problem}.\n"
-            "Register one with aejax.linker.jax_funcify.register("
-            f"{type(op).__name__}), or compile this graph with another mode.",
-            node=node,
-        ) from error
+    missing = jax_function_missing(type(op))
+    if missing is None:
+        try:
+            return from_aesara_convention(op, aesara_jax_funcify(op, node=node, **kwargs))
+        except NotImplementedError as error:
+            missing = str(error)
+    problem = host_fallback_problem(op, node)
+    if problem is None:
+        return host_lowering(node)
+    raise LoweringError(
+        f"no JAX lowering for Op {op} in node {node} ({missing}), and {problem}.\n"
+        "Register one with aejax.linker.jax_funcify.register("
+        f"{type(op).__name__}), or compile this graph with another mode.",
+        node=node,
+    )
+
+
+def jax_function_missing(op_class: type) -> str | None:
+    """Why Aesara's generic lowering of a scalar Op cannot lower Ops of ``op_class``, if it is their lowering.
+
+    That lowering calls the function of JAX that the Op's ``nfunc_spec``
+    names; an Op that names none (``GammaIncDer``), or a function JAX lacks
+    (``jax.scipy.special.jv``), would fail there. ``None`` for any other Op.
+    """
+    if aesara_jax_funcify.dispatch(op_class) is not _aesara_generic_scalar_lowering():
+        return None
+    spec = getattr(op_class, "nfunc_spec", None)
+    if not spec:
+        return f"{op_class.__name__} names no numpy or scipy function"
+    found: Any = jax if "." in spec[0] else jax.numpy
+    for part in spec[0].split("."):
+        found = getattr(found, part, None)
+    return None if found is not None else f"JAX has no function {spec[0]!r}"
+
+
+def _aesara_generic_scalar_lowering() -> Lowering:
+    """Aesara's lowering of a scalar Op through the function its ``nfunc_spec`` names."""
+    from aesara.link.jax.dispatch.scalar import jax_funcify_ScalarOp
+
+    return jax_funcify_ScalarOp
 
 
 def _registered_with_aesara(aesaras: Lowering) -> Lowering:

@@ -28,6 +28,7 @@ from aesara.scalar.basic import (
     Second,
     Sinh,
 )
+from aesara.scalar.math import Softplus
 from aesara.tensor.math import MulWithoutZeros
 
 from aejax.linker.dispatch.basic import jax_funcify
@@ -180,3 +181,24 @@ def _cosh(op: Cosh, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
 @jax_funcify.register(Sinh)
 def _sinh(op: Sinh, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
     return _in_float64(jnp.sinh, node)
+
+
+SOFTPLUS_LINEAR_FROM = 18.0
+"""From here on ``softplus(x)`` is ``x + exp(-x)``: ``log1p(exp(x))`` would overflow ``exp`` further out."""
+
+
+@jax_funcify.register(Softplus)
+def _softplus(op: Softplus, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    """``log(1 + exp(x))``, computed in its output's dtype.
+
+    Aesara's lowering computes ``x + exp(-x)`` on the input as it is: for an
+    unsigned integer ``-x`` wraps around (``-uint8(18)`` is 238), which made
+    ``softplus(uint8(18))`` infinite.
+    """
+    out_dtype = node.outputs[0].dtype if node is not None else np.float64
+
+    def softplus(x: Any) -> Any:
+        x = jnp.asarray(x).astype(jax.dtypes.canonicalize_dtype(out_dtype))
+        return jnp.where(x < SOFTPLUS_LINEAR_FROM, jnp.log1p(jnp.exp(x)), x + jnp.exp(-x))
+
+    return softplus

@@ -9,16 +9,12 @@ for it. Ops without a lowering still run, through the host fallback (their
 those, so adding a lowering, or an Aesara upgrade adding Ops, updates it.
 """
 
-import functools
 import importlib
 import inspect
 
-import jax
-import jax.numpy as jnp
 import pytest
 from aesara.graph.op import Op
 from aesara.link.jax.dispatch import jax_funcify as aesara_jax_funcify
-from aesara.link.jax.dispatch.scalar import jax_funcify_ScalarOp
 from aesara.scalar.basic import (
     BinaryBitOp,
     BinaryScalarOp,
@@ -34,6 +30,7 @@ from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.slinalg import SolveBase
 
 from aejax.linker.dispatch import elemwise, jax_funcify
+from aejax.linker.dispatch.basic import jax_function_missing
 from aejax.linker.dispatch.random import SAMPLERS
 
 MODULES = [
@@ -79,9 +76,9 @@ MISSING = [
     "aesara.tensor.random.basic.HyperGeometricRV",
     "aesara.tensor.slinalg.ExpmGrad",
 ]
-"""Ops with no JAX lowering (sorted): gradients of special functions and matrix
-functions written as Python loops or scipy calls, real-order Bessel functions
-(JAX has integer orders only) and the hypergeometric distribution."""
+"""Ops with no JAX lowering (sorted), which run their ``perform`` through a host callback: gradients
+of special functions and matrix functions written as Python loops or scipy calls, real-order Bessel
+functions (JAX has integer orders only) and the hypergeometric distribution."""
 
 
 def op_classes() -> list[type]:
@@ -100,27 +97,15 @@ def op_classes() -> list[type]:
     return classes
 
 
-def _jax_has(nfunc_spec: tuple | None) -> bool:
-    if not nfunc_spec:
-        return False
-    path = nfunc_spec[0].split(".")
-    try:
-        functools.reduce(getattr, path, jax if len(path) > 1 else jnp)
-    except AttributeError:
-        return False
-    return True
-
-
 def has_lowering(cls: type) -> bool:
     """Whether aejax lowers Ops of class ``cls`` to JAX code."""
     if issubclass(cls, RandomVariable):
         return any(base in SAMPLERS for base in cls.__mro__)
     if jax_funcify.dispatch(cls) is not jax_funcify.dispatch(object):
         return True
-    aesaras = aesara_jax_funcify.dispatch(cls)
-    if aesaras is jax_funcify_ScalarOp:
-        return _jax_has(getattr(cls, "nfunc_spec", None))
-    return aesaras is not aesara_jax_funcify.dispatch(object)
+    if jax_function_missing(cls) is not None:
+        return False
+    return aesara_jax_funcify.dispatch(cls) is not aesara_jax_funcify.dispatch(object)
 
 
 def _name(cls: type) -> str:
