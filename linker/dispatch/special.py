@@ -109,12 +109,14 @@ def trigamma(x: Any) -> Any:
 
 
 def upper_gamma(k: Any, x: Any) -> Any:
-    """The unregularised upper incomplete gamma function."""
+    """The unregularised upper incomplete gamma function (integers in the default float, as scipy computes them)."""
+    k, x = as_float(k), as_float(x)
     return gammaincc(k, x) * gamma(k)
 
 
 def lower_gamma(k: Any, x: Any) -> Any:
-    """The unregularised lower incomplete gamma function."""
+    """The unregularised lower incomplete gamma function (integers in the default float, as scipy computes them)."""
+    k, x = as_float(k), as_float(x)
     return gammainc(k, x) * gamma(k)
 
 

@@ -72,6 +72,14 @@ def test_integer_inputs_are_upcast():
     assert_matches_reference([n], [at.erfcx(n), at.j0(n)], np.arange(-3, 8, dtype="int32"), rtol=1e-12)
 
 
+def test_incomplete_gammas_of_small_integers_are_computed_in_double_precision():
+    """``gammau`` of uint8 is float32, but scipy computes it in double precision before rounding: so does aejax."""
+    k, x = at.vector("k", dtype="uint8"), at.vector("x", dtype="uint8")
+    outputs = [Elemwise(gammau)(k, x), Elemwise(gammal)(k, x)]
+    ks, xs = np.array([5, 6, 1, 4, 2, 6], "uint8"), np.array([3, 2, 4, 3, 4, 3], "uint8")
+    assert_matches_reference([k, x], outputs, ks, xs, rtol=1e-7)
+
+
 def test_x_log_x_and_x_log_y0_are_zero_where_x_is():
     """Aesara's ``xlogx`` and ``xlogy0`` (no function of that name in JAX): 0 at ``x == 0``, ``nan`` below."""
     x, y = at.dvector("x"), at.dvector("y")
