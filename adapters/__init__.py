@@ -16,7 +16,7 @@ from aejax.adapters.codec import (
     PayloadError,
     StateCodec,
 )
-from aejax.adapters.generic import GenericCodec, HostPayloadSpec, SliceCodec, stays_on_host
+from aejax.adapters.generic import GenericCodec, HostPayloadSpec, SliceCodec, TypedListCodec, stays_on_host
 from aejax.adapters.keyed import HeldKey, KeyedGenerator, KeyedRandomState, held_key_reader
 from aejax.adapters.registry import (
     ENTRY_POINT_GROUP,
@@ -69,6 +69,7 @@ __all__ = [
     "ResidentStorage",
     "SFC64State",
     "SliceCodec",
+    "TypedListCodec",
     "StateCodec",
     "THREEFRY_UNROLLED",
     "codec_for",

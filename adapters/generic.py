@@ -1,4 +1,5 @@
-"""The JAX backend's codecs of Types whose values are Python objects, kept on the host: `Generic`, `SliceType`.
+"""The JAX backend's codecs of Types whose values are Python objects, kept on the host: `Generic`, `SliceType`,
+`TypedListType`.
 
 A value of `aesara.link.c.type.Generic` (``aesara.link.c.type.generic()``)
 is whatever Python object the caller gives: a list, a string, a callable.
@@ -87,6 +88,24 @@ class SliceCodec(GenericCodec):
         """A ``slice`` (Aesara's `SliceType` holds nothing else)."""
         if not isinstance(backend_value, slice):
             raise PayloadError(type, "<value>", "a Python slice", backend_value)
+
+
+class TypedListCodec(GenericCodec):
+    """`TypedListType` values under JAX (``aesara.typed_list``): the Python list itself, kept on the host.
+
+    The nodes of typed lists (``append``, ``getitem``, ``length``, ...) run on
+    the host with Aesara's own implementations, as nodes of `Generic` values do.
+    """
+
+    spec = CodecSpec(backend=BACKEND, type="aesara.typed_list.type.TypedListType")
+
+    def __repr__(self) -> str:
+        return "TypedListCodec()"
+
+    def validate(self, backend_value: Any, type: Any) -> None:
+        """A Python list (a typed list holds nothing else)."""
+        if not isinstance(backend_value, list):
+            raise PayloadError(type, "<value>", "a Python list", backend_value)
 
 
 def built_while_tracing(type: Any, backend: str = BACKEND) -> bool:

@@ -76,6 +76,7 @@ SUITES = {
             "tests/tensor/test_casting.py",
             "tests/tensor/test_complex.py",
             "tests/tensor/test_math_scipy.py",
+            "tests/typed_list",
             "tests/tensor/random",
             "tests/tensor/test_basic.py",
             "tests/tensor/test_math.py",

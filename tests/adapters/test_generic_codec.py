@@ -81,3 +81,29 @@ def test_a_generic_input_reaches_the_output_as_under_the_reference():
     for condition in (1, 0):
         assert ours(condition, vx, vy) == reference(condition, vx, vy)
     assert (vx, vy) == (["testX"], ["testY"])
+
+
+def test_typed_lists_stay_on_the_host_and_their_nodes_run_as_under_the_reference():
+    """``aesara.typed_list``: the list is published, kept as it is, and its nodes give the reference's values."""
+    import aesara.typed_list as typed_list
+    import numpy as np
+
+    from aejax.adapters import TypedListCodec
+
+    matrices = typed_list.TypedListType(at.dmatrix().type)
+    assert ("jax", "aesara.typed_list.type.TypedListType") in published_codecs(entry_points(group=ENTRY_POINT_GROUP))
+    assert isinstance(codec_for("jax", matrices), TypedListCodec) and stays_on_host(matrices)
+    with pytest.raises(PayloadError, match="Python list"):
+        codec_for("jax", matrices).validate((1, 2), matrices)
+    xs, y, i = matrices(), at.dmatrix("y"), at.lscalar("i")
+    outputs = [typed_list.append(xs, y), typed_list.getitem(xs, i) * 2 + y.sum(), typed_list.length(xs)]
+    given = [np.ones((2, 2)), np.arange(3.0).reshape(1, 3)]
+    found = [
+        aesara.function([xs, y, i], outputs, mode=mode)(given, np.eye(2), 1) for mode in (REFERENCE, aejax.linker.mode)
+    ]
+    (theirs_list, theirs_row, theirs_length), (ours_list, ours_row, ours_length) = found
+    assert type(ours_list) is list and len(ours_list) == len(theirs_list) == 3
+    for ours, theirs in zip(ours_list, theirs_list):
+        np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(ours_row, theirs_row)
+    assert int(ours_length) == int(theirs_length) == 2
