@@ -260,7 +260,8 @@ class StaticInputProgram:
         if program is not None:
             return key, program, None
         self._announce_new_values(statics, key)
-        new = self._new_program(discovered, key, dynamic)
+        with collection_paused():  # tracing makes many objects; the first run compiles with it paused too
+            new = self._new_program(discovered, key, dynamic)
         program = self.programs.add(key, new.program)
         if self.programs.evicted and not self._warned:
             self._warned = True
