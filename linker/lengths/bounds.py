@@ -102,7 +102,7 @@ def with_static_inputs(traced_fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def static_inputs_possible() -> bool:
-    """Whether the function being traced can be traced again with the values a `BoundsNeeded` names made static.
+    """Whether the function being traced can make the values a `BoundsNeeded` names static.
 
     aejax's compiled programs can (`with_static_inputs`); a graph exported
     with ``jaxify`` cannot, as it is one function under the caller's ``jax.jit``.

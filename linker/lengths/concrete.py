@@ -2,8 +2,9 @@
 
 A lowering that needs a Python number (a shape for ``jnp.zeros``, a Scan's
 number of steps) asks for it here; a traced value raises `NotStaticError`,
-the one failure that makes aejax try the graph's integer scalar inputs as
-static values (`aejax.linker.program.static_inputs`).
+which, like JAX's own errors for a value that had to be concrete, makes the
+lowering loop lower the node again on the values the call gave its inputs
+(`aejax.linker.trace.call_values`), which then become static inputs.
 """
 
 from __future__ import annotations

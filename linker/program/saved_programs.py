@@ -60,7 +60,7 @@ import aejax.adapters
 from aejax.linker.checks import CheckedProgram
 from aejax.linker.program.persistent_cache import SWITCH, cache_directory, use_persistent_cache
 
-FORMAT = 3
+FORMAT = 4
 """The version of the entries' layout; an entry of another version is a miss."""
 
 MAGIC = b"aejax program store\n"

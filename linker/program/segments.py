@@ -1,43 +1,60 @@
 """The compiled form of a graph: one jit program, or several in a row.
 
-Normally the whole graph is one `StaticInputProgram`. When a node returns a
-value of run-time length (the trace of an ``until`` loop, a selection
-``x[nonzero(m)]``; `aejax.linker.lengths.ragged`) that other
-nodes consume, the graph is split after that node: the value leaves the jit
-program and enters the next one. The split points are found the first time a
-program is traced, as static inputs are.
+Normally the whole graph is one `StaticInputProgram`. Where its trace meets
+a node that it cannot trace but a later program could, the program ends
+there: its function returns the values live at that node (`Ended`), and the
+next program starts at the node. That happens when
+
+- a value of run-time length (the trace of an ``until`` loop, a selection
+  ``x[nonzero(m)]``; `aejax.linker.lengths.ragged`) reaches a node that
+  cannot take it: the value leaves the program and enters the next one from
+  the host, where its length is known;
+- a node needs values concrete that the program computes (a size from a
+  computed value): they are inputs of the next program, where the call's
+  values make them static (`aejax.linker.trace.call_values`);
+- a node's output shape depends on values even so, or is unknown, or it
+  meets a Python object: it runs on the host (`HostNode`).
+
+So the first call plans the graph while it traces it, each program once.
+Where a program ended is part of that compiled program (`Ended`'s static
+data): a program traced for other static values or shapes may end
+elsewhere, and the graph still runs, from wherever each program ended.
 
 So that a long run compiles O(log n) programs rather than one per length,
-such a value enters the next program *bucketed*: its rows padded to the next
-power of two, as a `Masked` value whose mask holds on the first ``length``
-rows. Nodes that work row by row (`aejax.linker.lengths.masked`) take it as it is;
-if another node needs it, the value enters cut to its exact length instead
+a value of run-time length enters the next program *bucketed*: its rows
+padded to the next power of two, as a `Masked` value whose mask holds on the
+first ``length`` rows. Nodes that work row by row
+(`aejax.linker.lengths.masked`) take it as it is; where the node the program
+ended at takes the value itself, it enters cut to its exact length instead
 (one program per length, bounded by the program cache). Values that one
 mask selected in a program (``x[nonzero(m)]`` and ``log(x[nonzero(m)])``)
 enter the next one sharing one mask again, or all cut to their exact
 length (`MaskGroups`), so nodes there may still combine them.
 
-Nodes may also run on the host between two programs (`HostNode`): those
-that take or produce Python objects (`Generic` values, which stay on the
-host) from the start, and, as tracing finds them, those whose output shape
-depends on values or is unknown. A graph with such values at its boundary,
-or with host nodes, runs as segments; one whose every node runs on the host
-has no jit program at all.
+Nodes that take or produce Python objects (`Generic` values, which stay on
+the host) run on the host between programs from the start. A graph with
+such values at its boundary, or with such nodes, runs as segments; one
+whose every node runs on the host has no jit program at all.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from aesara.graph.basic import Apply, Constant, Variable
+from aesara.ifelse import IfElse
 
 from aejax.adapters import stays_on_host
 from aejax.linker.errors import LoweringError
+from aejax.linker.graph.value_bounds import ValuesWithin
+from aejax.linker.lengths.bounds import BoundsNeeded
+from aejax.linker.lengths.consumers import run_time_lengths_taken
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, trimmed
 from aejax.linker.program.host_node import (
     INNER_OBJECTS,
@@ -49,9 +66,10 @@ from aejax.linker.program.host_node import (
 )
 from aejax.linker.program.packing import PackedResults, packed, unpacked
 from aejax.linker.program.saved_programs import SavedAs
-from aejax.linker.program.static_inputs import Shortcut, StaticInputProgram
+from aejax.linker.program.static_inputs import Shortcut, StaticInputProgram, may_be_static
+from aejax.linker.trace.branches import plan_branches
 from aejax.linker.trace.host_failures import HostObjectError, UnknownShapesError, host_object_error, host_objects
-from aejax.linker.trace.lowering import LoweredGraph, Step, lookup
+from aejax.linker.trace.lowering import DeferredLowering, LoweredGraph, Step, lookup
 
 
 class Boundary(Protocol):
@@ -68,36 +86,55 @@ class Boundary(Protocol):
         """Whether its value is a numpy array outside the program and a JAX array inside it."""
 
 
+class Ended:
+    """What a program that ran part of a graph returns: where it ended, and the values it computed that are live there.
+
+    ``at`` is the node the next program starts at (``None``: the program ran
+    all of its steps); ``variables`` name ``values``. ``at`` and
+    ``variables`` are the pytree's static data, fixed when the program is
+    traced: every call of that program ends there.
+    """
+
+    __slots__ = ("at", "variables", "values")
+
+    def __init__(self, at: Apply | None, variables: tuple[Variable, ...], values: tuple[Any, ...]) -> None:
+        self.at = at
+        self.variables = variables
+        self.values = values
+
+
+jax.tree_util.register_pytree_node(
+    Ended, lambda e: (e.values, (e.at, e.variables)), lambda static, values: Ended(*static, tuple(values))
+)
+
+
 @dataclass
 class Segment:
-    """Consecutive nodes compiled as one jit program."""
+    """A program that computes a graph from node ``start`` on, or one node run on the host.
 
+    ``after`` is the node that runs next once ``program`` ran all of its
+    steps (``None``: the graph's end).
+    """
+
+    start: Apply | None
     inputs: list[Variable]
-    outputs: list[Variable]
     program: StaticInputProgram | HostNode
+    after: Apply | None
 
 
 @dataclass(frozen=True)
-class Plan:
-    """Where the graph is split, which values enter cut to their exact length, and the segments.
+class Part:
+    """Consecutive steps between nodes that run on the host from the start, or one such node (``host``).
 
-    ``split_before`` holds nodes whose output shape depends on values a program
-    computes: each starts a program of its own, where those values are inputs
-    that may be made static; ``host_nodes`` those run on the host between two
-    programs (`HostNode`): nodes of Python objects, nodes for which a program
-    of their own did not help, and nodes whose output shapes only running
-    them tells or whose inner graph holds Python objects, each with its
-    reason in ``host_reasons``. ``whole`` says that `segments` is one program
-    of the whole graph, taking and returning every value in boundary form.
+    ``outside`` are the nodes run in order outside every branch of an
+    IfElse, where a program may end; ``position`` places each node among
+    them: its own, or that of the IfElse whose branch runs it.
     """
 
-    split_after: frozenset[Apply] = frozenset()
-    exact: frozenset[Variable] = frozenset()
-    split_before: frozenset[Apply] = frozenset()
-    host_nodes: frozenset[Apply] = frozenset()
-    host_reasons: Mapping[Apply, str] = field(default_factory=dict)
-    segments: list[Segment] = field(default_factory=list)
-    whole: bool = False
+    steps: list[Step]
+    outside: list[Apply]
+    position: dict[Apply, int]
+    host: bool
 
 
 def bucket_size(length: int) -> int:
@@ -129,15 +166,15 @@ class GraphProgram:
 
     ``donated`` are the positions of inputs whose buffers the program may
     reuse (`StaticInputProgram.donated`), when one program computes the
-    whole graph: of segments run in a row, a later one could fail after an
-    earlier one had used them up. ``saved`` is where that one program may be
+    whole graph: a program that ends early keeps them, since those after it
+    may need the inputs. ``saved`` is where that one program may be
     saved for other processes (`aejax.linker.program.saved_programs`;
     ``None``: never saved). ``x64`` is the precision its programs were
     lowered for and are traced and run in (JAX's ``jax_enable_x64``): its
     callers run it in that precision (`aejax.linker.call.precision`).
 
-    Safe to call from several threads: the plan is replaced as a whole, and
-    a thread whose plan went out of date meanwhile runs again with the new one.
+    Safe to call from several threads: what tracing decides (values that
+    enter cut to their length, nodes run on the host) only grows.
     """
 
     def __init__(
@@ -160,17 +197,24 @@ class GraphProgram:
         self.input_cells = list(entries)
         self.output_cells = list(exits)
         self._entry_of = dict(zip(self.inputs, entries))
+        self._lowering_of = dict(self.steps)
         self._lock = threading.Lock()
         self._ragged_outputs = False  # set while tracing: some output may be of run-time length
+        self._whole_ended = False  # set while tracing: the whole graph's program ended early for some call
+        self._traced_whole = threading.local()  # whether this thread's last trace of the whole graph ran to its end
         self._mask_groups = MaskGroups()
         self._cache_size: int | None = None
-        self._nodes = frozenset(node for node, _ in self.steps)
-        self._object_nodes = _object_nodes(self.steps)
-        self._host_programs: dict[tuple[Apply, tuple[Variable, ...], tuple[Variable, ...]], HostNode] = {}
-        self._boundary_on_host = any(
+        self._exact: frozenset[Variable] = frozenset()
+        object_nodes = _object_nodes(self.steps)
+        self._host_reasons: dict[Apply, str | None] = dict.fromkeys(object_nodes)
+        self._parts = self._parted(object_nodes)
+        self._place = {node: (p, at) for p, part in enumerate(self._parts) for node, at in part.position.items()}
+        self._live: dict[Apply | None, list[Variable]] = {}
+        self._segments: dict[Apply | None, Segment] = {}
+        boundary_on_host = any(
             not isinstance(var, Constant) and stays_on_host(var.type) for var in self.inputs + self.outputs
         )
-        self.plan = self._planned(Plan(host_nodes=self._object_nodes))
+        self._whole = None if object_nodes or boundary_on_host else self._whole_graph()
 
     @property
     def cache_size(self) -> int:
@@ -181,120 +225,182 @@ class GraphProgram:
     def cache_size(self, size: int) -> None:
         with self._lock:
             self._cache_size = size
-            for segment in self.plan.segments:
+            for segment in self._segments.values():
                 segment.program.cache_size = size
 
     @property
     def segments(self) -> list[Segment]:
-        """The jit programs, in order."""
-        return self.plan.segments
+        """The programs made so far, in the order they were first run."""
+        return list(self._segments.values())
 
     def shortcut(self) -> Shortcut | None:
         """The whole graph's program of the last call, if one jit program computes it and its outputs leave as they are."""
-        plan = self.plan
-        if not plan.whole or self._ragged_outputs:
+        if self._whole is None or self._ragged_outputs or self._whole_ended:
             return None
-        return plan.segments[0].program.shortcut
+        return self._whole.program.shortcut
 
     def __call__(self, *args: Any) -> Sequence[Any]:
         """The outputs for ``args``, each in boundary form (a packed output as a numpy view: `aejax.linker.program.packing`)."""
-        while True:
-            plan = self.plan
-            try:
-                if plan.whole:
-                    results = unpacked(plan.segments[0].program(*args))
-                    return tuple(map(on_host, results)) if self._ragged_outputs else results
-                return self._run_segments(plan, args)
-            except NeedsSplit as split:
-                self._replan(plan, self._split, split)
-            except LoweringError as error:
-                if not self._isolates(error):
-                    raise
-                self._replan(plan, self._isolate, error)
+        whole = self._whole
+        if whole is None:
+            return self._run_from(self._first_node(), self._entered(args))
+        results = whole.program(*args)
+        if type(results) is Ended:
+            env = self._entered(args)
+            self._take(env, results)
+            return self._run_from(results.at, env)
+        results = unpacked(results)
+        return tuple(map(on_host, results)) if self._ragged_outputs else results
 
-    def _replan(self, plan: Plan, change: Callable[[Plan, Any], Plan], why: Exception) -> None:
-        with self._lock:
-            if self.plan is plan:  # else another thread changed the plan meanwhile
-                self.plan = self._planned(change(plan, why))
+    def _entered(self, args: Sequence[Any]) -> dict[Variable, Any]:
+        return {var: self._entry_of[var].enter(arg) for var, arg in zip(self.inputs, args)}
 
-    def _planned(self, plan: Plan) -> Plan:
-        groups = self._groups(plan)
-        whole = len(groups) <= 1 and not plan.host_nodes and not self._boundary_on_host
-        if whole:
-            segments = [self._whole_graph(groups[0] if groups else [])]
-        else:
-            segments = [self._segment(i, groups, plan) for i in range(len(groups))]
-        if self._cache_size is not None:
-            for segment in segments:
-                segment.program.cache_size = self._cache_size
-        return replace(plan, segments=segments, whole=whole)
+    def _first_node(self) -> Apply | None:
+        return self._parts[0].outside[0] if self._parts else None
 
-    def _split(self, plan: Plan, split: NeedsSplit) -> Plan:
-        node = split.node
-        if node not in plan.split_after:
-            return replace(plan, split_after=plan.split_after | {node})
-        if not set(node.outputs) <= plan.exact:
-            return replace(plan, exact=plan.exact | self._mask_groups.grouped_with(node.outputs))
-        raise LoweringError(
-            f"splitting the program after node {node} did not make its value of run-time length traceable; "
-            "compute what depends on it with another mode, or report the graph",
-            node=node,
-        ) from split
-
-    def _isolates(self, error: LoweringError) -> bool:
-        """Whether ``error`` is a node of this graph that a program of its own, or the host, may compute.
-
-        Its output shape needs values a program computes, or is unknown, or
-        its inner graph holds Python objects.
-        """
-        only_on_host = isinstance(error, (UnknownShapesError, HostObjectError))
-        return (error.needs_static or only_on_host) and error.node in self._nodes
-
-    def _isolate(self, plan: Plan, error: LoweringError) -> Plan:
-        node = error.node
-        if isinstance(error, (UnknownShapesError, HostObjectError)):
-            if node in plan.host_nodes or not runs_on_host(node):
-                raise error
-            reason = UNKNOWN_SHAPES if isinstance(error, UnknownShapesError) else INNER_OBJECTS
-            return replace(plan, host_nodes=plan.host_nodes | {node}, host_reasons={**plan.host_reasons, node: reason})
-        if node not in plan.split_before:
-            return replace(plan, split_before=plan.split_before | {node})
-        if node not in plan.host_nodes and runs_on_host(node):
-            return replace(plan, host_nodes=plan.host_nodes | {node})
-        raise error
-
-    def _run_segments(self, plan: Plan, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        env = {var: self._entry_of[var].enter(arg) for var, arg in zip(self.inputs, args)}
-        for segment in plan.segments:
-            values = [lookup(env, v) for v in segment.inputs]
+    def _run_from(self, node: Apply | None, env: dict[Variable, Any]) -> tuple[Any, ...]:
+        """Run the programs from the one that starts at ``node`` on, in order, into ``env``; the outputs, left."""
+        stalled = None
+        while node is not None:
+            segment = self._segment_at(node)
+            values = [lookup(env, var) for var in segment.inputs]
             if isinstance(segment.program, HostNode):
-                values = [on_host(value) for value in values]
-            results = segment.program(*values)
-            env.update(
-                (v, (on_host(r) if v in plan.exact else bucketed(r)) if isinstance(r, RUN_TIME_LENGTH) else r)
-                for v, r in zip(segment.outputs, results)
+                outputs = segment.program.outputs
+                env.update(zip(outputs, segment.program(*[on_host(value) for value in values])))
+                node = segment.after
+                continue
+            ended = segment.program(*values)
+            self._take(env, ended)
+            if ended.at is node and stalled is segment:
+                raise LoweringError(f"no program can compute node {node}; report the graph", node=node)
+            stalled = segment if ended.at is node else None
+            node = segment.after if ended.at is None else ended.at
+        return tuple(exit.leave(on_host(lookup(env, var))) for exit, var in zip(self.output_cells, self.outputs))
+
+    def _take(self, env: dict[Variable, Any], ended: Ended) -> None:
+        """Put the values a program returned in ``env``; one of run-time length bucketed, or cut if it enters exact."""
+        exact = self._exact
+        env.update(
+            (
+                var,
+                (on_host(value) if var in exact else bucketed(value)) if isinstance(value, RUN_TIME_LENGTH) else value,
             )
-        return tuple(exit.leave(on_host(lookup(env, v))) for exit, v in zip(self.output_cells, self.outputs))
+            for var, value in zip(ended.variables, ended.values)
+        )
 
-    def _groups(self, plan: Plan) -> list[list[Step]]:
-        """The steps of each segment, in order; a host node is a segment of its own."""
-        groups: list[list[Step]] = [[]]
+    def _parted(self, object_nodes: frozenset[Apply]) -> list[Part]:
+        """The steps in parts: runs of steps between nodes of Python objects, and each such node alone."""
+        runs: list[tuple[list[Step], bool]] = []
         for step in self.steps:
-            node = step[0]
-            if node in plan.split_before or node in plan.host_nodes:
-                groups.append([])
-            groups[-1].append(step)
-            if node in plan.split_after or node in plan.host_nodes:
-                groups.append([])
-        return [g for g in groups if g]
+            host = step[0] in object_nodes
+            if host or not runs or runs[-1][1]:
+                runs.append(([], host))
+            runs[-1][0].append(step)
+        used_later: set[Variable] = set(self.outputs)
+        parts = []
+        for steps, host in reversed(runs):
+            made = [out for node, _ in steps for out in node.outputs]
+            parts.append(_part(steps, [var for var in made if var in used_later], host))
+            used_later.update(var for node, _ in steps for var in node.inputs)
+        return parts[::-1]
 
-    def _whole_graph(self, steps: list[Step]) -> Segment:
-        inner = LoweredGraph(self.inputs, self.outputs, steps)
-        entries = self.input_cells
-        exits = self.output_cells
+    def _next(self, node: Apply) -> Apply | None:
+        """The node that runs after ``node`` outside every IfElse branch (``None``: the graph's end)."""
+        part, position = self._place[node]
+        outside = self._parts[part].outside
+        if position + 1 < len(outside):
+            return outside[position + 1]
+        return self._parts[part + 1].outside[0] if part + 1 < len(self._parts) else None
 
-        def boundary_fn(*values: Any) -> tuple[Any, ...] | PackedResults:
-            results = inner(*[e.enter(v) for e, v in zip(entries, values)])
+    def _remaining(self, node: Apply | None) -> list[Apply]:
+        """The nodes that run from ``node`` on, in order (none after the graph's end)."""
+        if node is None:
+            return []
+        place = self._place[node]
+        return [step[0] for step in self.steps if self._place[step[0]] >= place]
+
+    def live_at(self, node: Apply | None) -> list[Variable]:
+        """The values computed before ``node`` (or graph inputs) that it or a node after it needs, or the graph returns.
+
+        The bounds of a `ValuesWithin` value count too: a Scan over it reads
+        them where it runs (`aejax.linker.lengths.bounds`).
+        """
+        live = self._live.get(node)
+        if live is None:
+            remaining = self._remaining(node)
+            made = {out for n in remaining for out in n.outputs}
+            needed = _unique([var for n in remaining for var in n.inputs] + self.outputs)
+            live = [var for var in needed if var not in made and not isinstance(var, Constant)]
+            live = self._live[node] = _unique(live + _with_bounds(live))
+        return live
+
+    def _segment_at(self, node: Apply) -> Segment:
+        segment = self._segments.get(node)
+        if segment is None:
+            with self._lock:
+                segment = self._segments.get(node)
+                if segment is None:
+                    segment = self._segments[node] = self._new_segment(node)
+        return segment
+
+    def _new_segment(self, node: Apply) -> Segment:
+        """The program that starts at ``node``: the node on the host, or its part's steps from it on, jitted."""
+        part, position = self._place[node]
+        if self._parts[part].host or node in self._host_reasons:
+            inputs = _unique(var for var in node.inputs if not isinstance(var, Constant))
+            after = self._next(node)
+            outputs = [var for var in node.outputs if var in set(self.live_at(after))]
+            program = HostNode(node, inputs, outputs, self._host_reasons.get(node))
+        else:
+            steps = [step for step in self._parts[part].steps if self._place[step[0]][1] >= position]
+            after = self._parts[part + 1].outside[0] if part + 1 < len(self._parts) else None
+            used = _with_bounds({var for step_node, _ in steps for var in step_node.inputs})
+            inputs = [var for var in self.live_at(node) if var in used]  # values only later nodes need stay out
+            program = StaticInputProgram(inputs, self._segment_fn(node, inputs, steps, after))
+        if self._cache_size is not None:
+            program.cache_size = self._cache_size
+        return Segment(node, inputs, program, after)
+
+    def _segment_fn(
+        self, start: Apply, inputs: list[Variable], steps: list[Step], after: Apply | None
+    ) -> Callable[..., Ended]:
+        """The traced function of the program that runs ``steps`` from ``start`` until they end, or it must end."""
+        given = set(inputs)
+        made = {out for node, _ in steps for out in node.outputs}
+        lowered = LoweredGraph(inputs, [var for var in self.live_at(after) if var in made], steps)
+        groups = self._mask_groups
+
+        def segment_fn(*values: Any) -> Ended:
+            entered = groups.entered(inputs, values)
+            at, why, env = lowered.run_until(*entered)
+            if at is None:
+                live = lowered.outputs
+            else:
+                self._ended_at(at, why, start)
+                live = [var for var in self.live_at(at) if var in env and var not in given]
+            results = tuple(env[var] for var in live)
+            groups.record(inputs, entered, live, results)
+            return Ended(at, tuple(live), results)
+
+        return segment_fn
+
+    def _whole_graph(self) -> Segment:
+        """The program of the whole graph, taking and returning every value in boundary form (unless it ends early)."""
+        inner = LoweredGraph(self.inputs, self.outputs, self.steps)
+        entries, exits, given = self.input_cells, self.output_cells, set(self.inputs)
+
+        def boundary_fn(*values: Any) -> tuple[Any, ...] | PackedResults | Ended:
+            entered = [e.enter(v) for e, v in zip(entries, values)]
+            at, why, env = inner.run_until(*entered)
+            self._traced_whole.ran = at is None
+            if at is not None:
+                self._ended_at(at, why, None)
+                self._whole_ended = True
+                live = [var for var in self.live_at(at) if var in env and var not in given]
+                results = tuple(env[var] for var in live)
+                self._mask_groups.record(self.inputs, entered, live, results)
+                return Ended(at, tuple(live), results)
+            results = tuple(lookup(env, var) for var in self.outputs)
             ragged = [isinstance(r, RUN_TIME_LENGTH) for r in results]
             if any(ragged):
                 self._ragged_outputs = True
@@ -302,42 +408,94 @@ class GraphProgram:
             return packed(left, [x.crosses_as_array and not run_time for x, run_time in zip(exits, ragged)])
 
         saved_as = None if self.saved is None else self.saved._replace(storable=lambda: not self._ragged_outputs)
-        return Segment(self.inputs, self.outputs, StaticInputProgram(self.inputs, boundary_fn, self.donated, saved_as))
+        program = StaticInputProgram(self.inputs, boundary_fn, self.donated, saved_as, self._ran_whole)
+        self._segments[None] = segment = Segment(None, self.inputs, program, None)
+        return segment
 
-    def _segment(self, index: int, groups: list[list[Step]], plan: Plan) -> Segment:
-        steps = groups[index]
-        made = {out for node, _ in steps for out in node.outputs}
-        later = {v for group in groups[index + 1 :] for node, _ in group for v in node.inputs}
-        needed = _unique(v for node, _ in steps for v in node.inputs)
-        inputs = [v for v in needed if v not in made and not isinstance(v, Constant)]
-        outputs = [v for v in _unique(o for node, _ in steps for o in node.outputs) if v in later or v in self.outputs]
-        node = steps[0][0]
-        if node in plan.host_nodes:
-            return Segment(inputs, outputs, self._host_node(node, inputs, outputs, plan))
-        inner = LoweredGraph(inputs, outputs, steps)
-        groups = self._mask_groups
+    def _ran_whole(self) -> bool:
+        """Whether this thread's last trace of the whole graph's program ran to the graph's end."""
+        return getattr(self._traced_whole, "ran", True)
 
-        def segment_fn(*values: Any) -> tuple[Any, ...]:
-            entered = groups.entered(inputs, values)
-            results = inner(*entered)
-            groups.record(inputs, entered, outputs, results)
-            return results
+    def _takes_masked(self, node: Apply) -> bool:
+        """Whether ``node``'s lowering takes a bucketed value of run-time length (a `Masked` one) as it is."""
+        fn = self._lowering_of[node]
+        return run_time_lengths_taken(fn.lowering() if isinstance(fn, DeferredLowering) else fn).masked
 
-        return Segment(inputs, outputs, StaticInputProgram(inputs, segment_fn))
+    def _ended_at(self, node: Apply, why: Exception, start: Apply | None) -> None:
+        """Decide, while a program that starts at ``start`` is traced, what lets the graph go on at ``node``.
 
-    def _host_node(self, node: Apply, inputs: list[Variable], outputs: list[Variable], plan: Plan) -> HostNode:
-        """The `HostNode` of ``node``, the one of an earlier plan if there was one: it warns once."""
-        key = (node, tuple(inputs), tuple(outputs))
-        made = self._host_programs.get(key)
-        if made is None:
-            made = self._host_programs[key] = HostNode(node, inputs, outputs, self._host_reason(node, plan))
-        return made
+        A value of run-time length that ``node`` takes, though not as a bucketed
+        one, enters the next program cut to its length; a node that must run on the host does (if it can);
+        else the next program starts at ``node``, where what it needs is input.
+        Raises ``why`` if none of these can help. Programs traced for other
+        static values or shapes may end at the same node: the first decides.
+        """
+        with self._lock:
+            if isinstance(why, NeedsSplit):
+                group = self._mask_groups.grouped_with(why.node.outputs)
+                if node is start or (set(node.inputs) & group and not self._takes_masked(node)):
+                    if node is start and group <= self._exact:
+                        raise LoweringError(
+                            f"node {node} cannot take the value of run-time length that node {why.node} makes, even "
+                            "cut to its length; compute what depends on it with another mode, or report the graph",
+                            node=node,
+                        ) from why
+                    self._exact |= group
+                return
+            if isinstance(why, UnknownShapesError):
+                reason = UNKNOWN_SHAPES
+            elif isinstance(why, HostObjectError):
+                reason = INNER_OBJECTS
+            elif node is not start and _static_in_own_program(node, why):
+                return
+            else:
+                reason = VALUE_SHAPES
+            if node in self._host_reasons:
+                return  # decided by the trace of another program
+            if not runs_on_host(node) or isinstance(node.op, IfElse):
+                raise why
+            self._host_reasons[node] = reason
+            self._segments.pop(node, None)  # a program that starts at it ends there at once: the host runs it
 
-    def _host_reason(self, node: Apply, plan: Plan) -> str | None:
-        """Why ``node`` runs on the host, for its `HostNodeWarning`; ``None`` for a node of Python objects."""
-        if node in self._object_nodes:
-            return None
-        return plan.host_reasons.get(node, VALUE_SHAPES)
+
+def _part(steps: list[Step], outputs: list[Variable], host: bool) -> Part:
+    """The `Part` of ``steps``, whose values ``outputs`` are needed after them."""
+    branches = plan_branches(steps, outputs)
+    outside = [node for node, _ in branches.outside]
+    position: dict[Apply, int] = {}
+
+    def place(node: Apply, at: int) -> None:
+        position[node] = at
+        for branch in branches.branches.get(node, ()):
+            for inner, _ in branch.steps:
+                place(inner, at)
+
+    for at, node in enumerate(outside):
+        place(node, at)
+    return Part(steps, outside, position, host)
+
+
+def _with_bounds(variables: Any) -> list[Variable]:
+    """``variables`` and the bounds of each that is a `ValuesWithin` value, but constants."""
+    variables = list(variables)
+    bounds = [
+        bound
+        for var in variables
+        if var.owner is not None and isinstance(var.owner.op, ValuesWithin)
+        for bound in var.owner.inputs[1:]
+    ]
+    return [var for var in _unique(variables + bounds) if not isinstance(var, Constant)]
+
+
+def _static_in_own_program(node: Apply, why: Exception) -> bool:
+    """Whether ``node`` may be traced in a program that starts at it: what it needs concrete is then an input.
+
+    So it is for the bounds a `BoundsNeeded` asks for, and for an input that
+    a program computes and may be made static.
+    """
+    if isinstance(why, BoundsNeeded):
+        return True
+    return any(var.owner is not None and may_be_static(var) for var in node.inputs)
 
 
 def _object_nodes(steps: Sequence[Step]) -> frozenset[Apply]:

@@ -1,17 +1,20 @@
 """Compile a lowered graph with `jax.jit`, making shape-deciding scalar inputs static.
 
-JAX needs static shapes; Aesara decides shapes at run time. When tracing fails
-on a node that depends on integer scalar inputs of the graph (``x[:a]``,
-``alloc(0, n * 2)``, a scan's ``n_steps``), those inputs are made static: one
-program is compiled per distinct value. A `ShapeInputWarning` names such an
+JAX needs static shapes; Aesara decides shapes at run time. A program is
+traced with every input traced; a node that needs an integer input concrete
+(``x[:a]``, ``alloc(0, n * 2)``, a scan's ``n_steps``) is lowered on the
+value the call gave it (`aejax.linker.trace.call_values`), and the inputs so
+read become static: the program is kept under their values, and one program
+is compiled per distinct value. The trace that compiles a program finds them,
+so a first call traces its graph once. A `ShapeInputWarning` names such an
 input once it takes a second value, when that costs a compilation: a function
 always called with the same value stays silent, as the reference backends do.
 
 Programs are kept per value of the static inputs and per shape of the other
 inputs in a `ProgramCache` of `StaticInputProgram.cache_size` entries (least
 recently used out); a function that keeps recompiling warns once with a
-`RecompileWarning`. Discovery (which inputs are static, whether the graph has
-run-time checks) is safe when several threads make first calls at once.
+`RecompileWarning`. Finding static inputs is safe when several threads make
+first calls at once.
 """
 
 from __future__ import annotations
@@ -20,22 +23,22 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
-from aesara.graph.basic import Variable, ancestors
+from aesara.graph.basic import Variable
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
 from aejax.linker.checks import CHECKS, CheckedProgram, ProgramTrace, coded_program, recording_program
-from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
+from aejax.linker.errors import caller_stacklevel, variable_name
 from aejax.linker.lengths.bounds import with_static_inputs
 from aejax.linker.program.cache import ProgramCache
 from aejax.linker.program.collection import collection_paused
 from aejax.linker.program.persistent_cache import use_persistent_cache
 from aejax.linker.program.saved_programs import Discovered, SavedAs
+from aejax.linker.trace.call_values import CallValues, reading_call_values
 from aejax.linker.trace.replay import replaying
 
 
@@ -102,17 +105,19 @@ def _first_call(program: Callable[..., Any], args: Sequence[Any]) -> Any:
 
 
 def _traced(
-    coded: Callable[..., Any], dynamic: Sequence[Any], donated: tuple[int, ...]
+    coded: Callable[..., Any], args: Sequence[Any], donated: tuple[int, ...], completes: Callable[[], bool]
 ) -> tuple[Callable[..., Any], ProgramTrace, tuple[int, ...]]:
-    """``coded`` jitted and traced on ``dynamic`` (its first call compiles it), what the trace found, and the
-    arguments it donates: none once it met a check or staged a callback (a failure after it started would lose them).
+    """``coded`` jitted and traced on ``args`` (its first call compiles it), what the trace found, and the
+    arguments it donates: none once it met a check or staged a callback (a failure after it started would lose
+    them), nor when it does not compute the whole graph (``completes()`` after the trace: programs after it may
+    need them).
 
     The program given no buffers computes the trace already made: nothing is traced twice.
     """
     jitted = jax.jit(coded, donate_argnums=donated)
     with recording_program() as trace:
-        traced = jitted.trace(*dynamic)
-    if donated and (trace.callbacks or trace.checked):
+        traced = jitted.trace(*args)
+    if donated and (trace.callbacks or trace.checked or not completes()):
         return jax.jit(replaying(traced.jaxpr, traced.out_info)), trace, ()
     return jitted, trace, donated
 
@@ -169,21 +174,26 @@ class StaticInputProgram:
         is one program.
     static_positions
         Positions of the graph inputs that are static, in increasing order.
+        A program takes every input, the static ones too, and is kept under
+        their values.
     programs
         The compiled programs (a `ProgramCache`), keyed by the values of the
         static inputs and the shapes of the others.
     checked
         Whether a program it keeps met a run-time check while tracing (see `aejax.linker.checks`).
+    completes
+        Whether the function it traced last (in this thread) computed all it
+        computes: a graph's program may end early (`aejax.linker.program.segments`),
+        and one that did neither reuses donated buffers nor is saved.
     donated
         Positions of the inputs whose buffers a program may reuse for its
         outputs (``donate_argnums``): the old values of updated resident
         shared variables. Not in a program with a check or a callback (each
-        program is traced once, then compiled with or without donations),
-        nor for static inputs.
+        program is traced once, then compiled with or without donations).
     shortcut
         The program of the last call that ran, while no input is static
-        (`Shortcut`); ``None`` before the first call and after discovery
-        changes what is static.
+        (`Shortcut`); ``None`` before the first call and after a trace finds
+        another static input.
     """
 
     cache_size = 32
@@ -194,9 +204,12 @@ class StaticInputProgram:
         traced_fn: Callable[..., tuple[Any, ...]],
         donated: frozenset[int] = frozenset(),
         saved_as: SavedAs | None = None,
+        completes: Callable[[], bool] = lambda: True,
     ) -> None:
         self.inputs = list(inputs)
+        self.completes = completes
         self.traced_fn = traced_fn
+        self._traced_fn = with_static_inputs(traced_fn)  # a Scan may ask for the bounds of its sequences (BoundsNeeded)
         self.donated = donated
         self.saved_as = saved_as
         self._store = None if saved_as is None else saved_as.store
@@ -227,118 +240,85 @@ class StaticInputProgram:
         return self._call(args)
 
     def _call(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        while True:
-            discovered = self._discovered
-            try:
-                dynamic = self._dynamic(discovered, args)
-                key, program, new = self._program_for(discovered, args, dynamic)
-                if new is None:
-                    outputs = program(*dynamic)
-                else:
-                    with collection_paused():
-                        outputs = self._first_run(discovered, key, program, dynamic, new)
-            except LoweringError as error:
-                if not self._make_static(discovered, error):
-                    raise
-            else:
-                if not discovered.static_positions:
-                    self.shortcut = Shortcut(key, program)  # only once it ran: then it is traced
-                return outputs
-
-    def _program_for(
-        self, discovered: Discovered, args: tuple[Any, ...], dynamic: Sequence[Any]
-    ) -> tuple[Any, Callable[..., Any], NewProgram | None]:
-        """The key and program for ``args`` (``dynamic`` without the static ones), and how it was made if it is new.
-
-        A new program is one saved by an earlier process, if the store has it
-        (`aejax.linker.program.saved_programs`), else one traced now, which
-        its first call compiles.
-        """
-        statics = discovered.static_positions
-        key = tuple(_static_key(a) if i in statics else _shape_key(a) for i, a in enumerate(args))
+        discovered = self._discovered
+        key = self._key(discovered, args)
         program = self.programs.get(key)
         if program is not None:
-            return key, program, None
-        self._announce_new_values(statics, key)
-        with collection_paused():  # tracing makes many objects; the first run compiles with it paused too
-            new = self._new_program(discovered, key, dynamic)
-        program = self.programs.add(key, new.program)
+            return program(*args)
+        with collection_paused(), reading_call_values(self._candidates(args)) as values:
+            key, new = self._new_program(discovered, key, args, values)
+            program = self._kept(key, new.program)
+            outputs = self._first_run(key, program, args, new)
+        if not self.static_positions:
+            self.shortcut = Shortcut(key, program)  # only once it ran: then it is traced
+        return outputs
+
+    def _key(self, discovered: Discovered, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """What a program for ``args`` is kept under: the values of the static inputs, the shapes of the others."""
+        statics = discovered.static_positions
+        return tuple(_static_key(a) if i in statics else _shape_key(a) for i, a in enumerate(args))
+
+    def _candidates(self, args: tuple[Any, ...]) -> dict[Variable, Any]:
+        """The inputs that may be made static, each with its value in ``args`` (`aejax.linker.trace.call_values`)."""
+        return {var: _static_value(_static_key(arg), var) for var, arg in zip(self.inputs, args) if may_be_static(var)}
+
+    def _kept(self, key: tuple[Any, ...], program: Callable[..., Any]) -> Callable[..., Any]:
+        """``program``, kept in the cache under ``key``; the first eviction warns that the function keeps recompiling."""
+        kept = self.programs.add(key, program)
         if self.programs.evicted and not self._warned:
             self._warned = True
             self._warn_recompiling()
-        return key, program, new
+        return kept
 
-    def _new_program(self, discovered: Discovered, key: tuple[Any, ...], dynamic: Sequence[Any]) -> NewProgram:
-        """The program for ``key``: loaded from the store, or traced on ``dynamic`` (and exported if it may be saved)."""
+    def _new_program(
+        self, discovered: Discovered, key: tuple[Any, ...], args: tuple[Any, ...], values: CallValues
+    ) -> tuple[tuple[Any, ...], NewProgram]:
+        """The program for ``args`` and its key: loaded from the store, or traced (and exported if it may be saved).
+
+        Tracing may find more static inputs (those whose values ``values``
+        read): the program is then kept under a key that holds their values.
+        """
         started = time.perf_counter()
-        store, coded = self._store, coded_program(self._bound(discovered, key))
-        donated = self._donated_argnums(discovered.static_positions)
-        entry = None if store is None else store.entry(discovered, key, dynamic)
+        use_persistent_cache()
+        store, coded, donated = self._store, coded_program(self._traced_fn), tuple(sorted(self.donated))
+        entry = None if store is None else store.entry(discovered, key, args)
         loaded = None if entry is None else store.loaded(entry, jax.jit(coded), donated)
         if loaded is not None:
-            return NewProgram(loaded, started, None)
-        jitted, trace, donated = _traced(coded, dynamic, donated)
-        if entry is None or trace.callbacks or not self.saved_as.storable():
-            return NewProgram(_checked(jitted, trace), started, None)
-        return NewProgram(_checked(store.exporting(entry, jitted, donated), trace), started, entry)
+            self._announce_new_values(discovered.static_positions, key)
+            return key, NewProgram(loaded, started, None)
+        jitted, trace, donated = _traced(coded, args, donated, self.completes)
+        discovered = self._found_static(discovered, values)
+        key = self._key(discovered, args)
+        self._announce_new_values(discovered.static_positions, key)
+        if store is None or trace.callbacks or not (self.saved_as.storable() and self.completes()):
+            return key, NewProgram(_checked(jitted, trace), started, None)
+        entry = store.entry(discovered, key, args)
+        return key, NewProgram(_checked(store.exporting(entry, jitted, donated), trace), started, entry)
 
-    def _first_run(
-        self, discovered: Discovered, key: Any, program: Callable[..., Any], dynamic: Any, new: NewProgram
-    ) -> Any:
+    def _first_run(self, key: Any, program: Callable[..., Any], args: tuple[Any, ...], new: NewProgram) -> Any:
         """The first call of a ``new`` program, which the store keeps if tracing and compiling it took long enough."""
-        outputs = _first_call(program, dynamic) if self.donated else program(*dynamic)
+        outputs = _first_call(program, args) if self.donated else program(*args)
         store, seconds = self._store, time.perf_counter() - new.started
         if new.entry is not None and store.worth_saving(seconds):
             checks = CHECKS.entries() if isinstance(program, CheckedProgram) else None
-            store.save(new.entry, dynamic, discovered, checks, dict(self._shape_nodes))
+            store.save(new.entry, args, self._discovered, checks, dict(self._shape_nodes))
         return outputs
 
-    @staticmethod
-    def _dynamic(discovered: Discovered, args: tuple[Any, ...]) -> list[Any] | tuple[Any, ...]:
-        statics = discovered.static_positions
-        if not statics:
-            return args
-        return [a for i, a in enumerate(args) if i not in statics]
-
-    def _bound(self, discovered: Discovered, key: tuple[Any, ...]) -> Callable[..., Any]:
-        """The traced function of the dynamic inputs, the static ones bound to their values in ``key``."""
+    def _found_static(self, discovered: Discovered, values: CallValues) -> Discovered:
+        """``discovered`` with the inputs whose call values tracing read made static; the program's from then on."""
         inputs = self.inputs
-        statics = {pos: _static_value(key[pos], inputs[pos]) for pos in discovered.static_positions}
-        n_inputs = len(inputs)
-        traced_fn = self.traced_fn
-
-        def program(*dynamic: Any) -> tuple[Any, ...]:
-            rest = iter(dynamic)
-            full = [statics[i] if i in statics else next(rest) for i in range(n_inputs)]
-            return traced_fn(*full)
-
-        use_persistent_cache()
-        return with_static_inputs(program)  # a Scan may ask for the bounds of its sequences (BoundsNeeded)
-
-    def _donated_argnums(self, statics: tuple[int, ...]) -> tuple[int, ...]:
-        """The positions among the dynamic arguments of the inputs whose buffers the program may reuse."""
-        dynamic = [i for i in range(len(self.inputs)) if i not in statics]
-        return tuple(n for n, i in enumerate(dynamic) if i in self.donated)
-
-    def _make_static(self, discovered: Discovered, error: LoweringError) -> bool:
-        if error.node is None or not error.needs_static:
-            return False
+        read = {inputs.index(var): node for var, node in values.read.items()}
+        if set(read) <= set(discovered.static_positions):
+            return discovered
         with self._lock:
-            if self._discovered is not discovered:
-                return True  # another thread found out more meanwhile: try again with that
-            inputs = self.inputs
-            found = set(ancestors(error.node.inputs)) & set(inputs)
-            new = [
-                inputs.index(var)
-                for var in found
-                if may_be_static(var) and inputs.index(var) not in discovered.static_positions
-            ]
-            if not new:
-                return False
-            self._shape_nodes.update((pos, str(error.node)) for pos in new)
-            positions = tuple(sorted(set(discovered.static_positions) | set(new)))
-            self._replace(replace(discovered, static_positions=positions))
-        return True
+            known = set(self._discovered.static_positions)  # another thread may have found some meanwhile
+            for pos, node in read.items():
+                if pos not in known:
+                    self._shape_nodes.setdefault(pos, str(node))
+            found = Discovered(tuple(sorted(known | set(read) | set(discovered.static_positions))))
+            if found != self._discovered:
+                self._replace(found)
+            return self._discovered
 
     def _announce_new_values(self, statics: tuple[int, ...], key: tuple[Any, ...]) -> None:
         """Warn, once per input, when a static input takes a value other than its first program's."""

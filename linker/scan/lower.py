@@ -681,16 +681,19 @@ def merged_copies(fgraph: FunctionGraph) -> FunctionGraph:
     clones until one removes no node. A first pass that removes none ends
     it: the next clone would be the same graph again.
     """
-    inner = fgraph.clone()
-    MergeOptimizer().rewrite(inner)
-    if len(inner.apply_nodes) == len(fgraph.apply_nodes):
-        return inner
-    while True:
-        again = inner.clone()
-        MergeOptimizer().rewrite(again)
-        if len(again.apply_nodes) == len(inner.apply_nodes):
-            return inner
-        inner = again
+    inner, before = _merged_clone(fgraph), len(fgraph.apply_nodes)
+    while len(inner.apply_nodes) < before:
+        before = len(inner.apply_nodes)
+        again = _merged_clone(inner)
+        if len(again.apply_nodes) < before:
+            inner = again
+    return inner
+
+
+def _merged_clone(fgraph: FunctionGraph) -> FunctionGraph:
+    merged = fgraph.clone()
+    MergeOptimizer().rewrite(merged)
+    return merged
 
 
 def nested_steps_merged(fgraph: FunctionGraph) -> bool:

@@ -4,6 +4,8 @@
   numpy, values of run-time length handed to the lowerings that take them).
 - `loop_bodies`: whether the code being traced runs once per step of a loop.
 - `branches`: lazy `IfElse`: the nodes only one branch needs run inside it.
+- `call_values`: the values of the call a program is traced for, read where
+  a node needs an input concrete (its static inputs).
 - `replay`: a function traced once, replayed from its jaxpr.
 - `host_failures`: exceptions raised on the host inside a program, handed
   back to the caller as they were.

@@ -66,6 +66,8 @@ from aejax.linker.lengths.ragged import (
     selected_rows_first,
 )
 from aejax.linker.trace.branches import VALUE_FAILURES, Branch, branch_inputs, if_else, plan_branches
+from aejax.linker.trace.call_values import CallValues, call_values
+from aejax.linker.trace.host_failures import HostObjectError, UnknownShapesError
 
 FOLD_LIMIT = 64
 """Largest number of elements a value may have to be computed with numpy while tracing."""
@@ -302,17 +304,47 @@ class LoweredGraph:
             self._run(self.branches.outside, env)
         return tuple(lookup(env, var) for var in self.outputs)
 
+    def run_until(self, *inputs: Any) -> tuple[Apply | None, Exception | None, dict[Variable, Any]]:
+        """Run the steps in order until one fails in a way that ending the program there helps (`ends_program`).
+
+        Returns that node (``None`` if every step ran), its failure, and the
+        values computed so far.
+        """
+        env: dict[Variable, Any] = dict(zip(self.inputs, inputs))
+        with tracing(env):
+            for node, fn in self.branches.outside:
+                try:
+                    outputs = self._outputs(node, fn, env)
+                except (NeedsSplit, LoweringError) as error:
+                    if not ends_program(node, error):
+                        raise
+                    return node, error, env
+                env.update(zip(node.outputs, outputs))
+        return None, None, env
+
     def _run(self, steps: Sequence[Step], env: MutableMapping[Variable, Any]) -> None:
-        """Run ``steps`` in order into ``env``; an IfElse runs the steps only its branches need (`branches`)."""
+        """Run ``steps`` in order into ``env``."""
         for node, fn in steps:
-            if node in self.branches.branches:
-                outputs = self._if_else(node, env)
-            else:
-                outputs = self._outputs(node, fn, env)
-            env.update(zip(node.outputs, outputs))
+            env.update(zip(node.outputs, self._outputs(node, fn, env)))
 
     def _outputs(self, node: Apply, fn: Callable[..., Any], env: MutableMapping[Variable, Any]) -> list[Any]:
-        """The outputs of ``node`` from its lowering ``fn``, on its inputs' values in ``env``."""
+        """The outputs of ``node`` from its lowering ``fn``, on its inputs' values in ``env``.
+
+        A node that needs values concrete which the call being traced tells
+        (`aejax.linker.trace.call_values`) is lowered again on them. An IfElse
+        runs the steps only its branches need (`branches`).
+        """
+        try:
+            return self._lowered(node, fn, env)
+        except LoweringError as error:
+            if not _concrete_from_call(node, error, env):
+                raise
+        return self._lowered(node, fn, env)
+
+    def _lowered(self, node: Apply, fn: Callable[..., Any], env: MutableMapping[Variable, Any]) -> list[Any]:
+        """``node``'s outputs from ``fn``; one that needs the length of a value of run-time length takes its rows."""
+        if node in self.branches.branches:
+            return self._if_else(node, env)
         if type(fn) is DeferredLowering:
             fn = fn.lowering()
         args = _ranges_bounded(node, fn, [lookup(env, var) for var in node.inputs])
@@ -353,6 +385,104 @@ class LoweredGraph:
             return [lookup(inner, var) for var in branch_inputs(node, side)]
 
         return values
+
+
+def ends_program(node: Apply, error: Exception) -> bool:
+    """Whether ``node``, failing with ``error``, may run in a program that starts at it, or on the host.
+
+    So it may when a value of run-time length reaches it (`NeedsSplit`: the
+    value enters the next program from the host), when it needs values
+    concrete that the program computes (they are inputs of the next one), or
+    when its output shapes are unknown or it meets a Python object (it runs
+    on the host).
+    """
+    if isinstance(error, (NeedsSplit, BoundsNeeded)):
+        return True
+    only_on_host = isinstance(error, (UnknownShapesError, HostObjectError))
+    return isinstance(error, LoweringError) and error.node is node and (error.needs_static or only_on_host)
+
+
+def _concrete_from_call(node: Apply, error: LoweringError, env: MutableMapping[Variable, Any]) -> bool:
+    """Put in ``env`` the call's values of what ``node`` failed to have concrete; whether the call told any.
+
+    Which of its traced inputs (or those of the node whose bounds a
+    `BoundsNeeded` asks for) and of the values they are computed from it
+    needed is not said: every one the call tells is taken. The inputs they
+    are computed from are read (`CallValues.note_read`): the program is
+    right for their values only.
+    """
+    values = call_values()
+    if values is None or not error.needs_static:
+        return False
+    if isinstance(error, BoundsNeeded):
+        needed = error.node.inputs
+    elif error.node is node:
+        needed = node.inputs
+    else:
+        return False
+    found = [_call_value(var, values, env) for var in ancestors(needed) if _traced_in(var, env)]
+    read = frozenset().union(*(known[1] for known in found if known is not None))
+    if not read:
+        return False
+    values.note_read(read, node)
+    for var in list(env):  # every value the inputs read so far tell, as if they had been concrete from the start
+        if _traced_in(var, env):
+            known = _call_value(var, values, env)
+            if known is not None and known[1] <= values.read.keys():
+                env[var] = known[0]
+    return True
+
+
+def _traced_in(var: Variable, env: Mapping[Variable, Any]) -> bool:
+    return not isinstance(var, Constant) and var in env and is_traced(env[var])
+
+
+def _call_value(
+    var: Variable, values: CallValues, env: Mapping[Variable, Any]
+) -> tuple[Any, frozenset[Variable]] | None:
+    """``var``'s value in the call being traced and the inputs it is computed from; ``None`` if the call does not tell it.
+
+    Known are the call's values of its inputs, constants, values the trace
+    has concrete, and what `fold` computes from known values.
+    """
+    known = values.known
+    pending = [var]
+    while pending:
+        top = pending[-1]
+        if top in known:
+            pending.pop()
+            continue
+        if top in values.values:
+            known[top] = (values.values[top], frozenset([top]))
+        elif isinstance(top, Constant):
+            known[top] = (top.data, frozenset())
+        elif top in env and not is_traced(env[top]):
+            known[top] = (env[top], frozenset())
+        elif top.owner is None:
+            known[top] = None
+        else:
+            missing = [i for i in top.owner.inputs if i not in known]
+            if missing:
+                pending.extend(missing)
+                continue
+            known.update(_folded_from_call(top.owner, known))
+        pending.pop()
+    return known[var]
+
+
+def _folded_from_call(
+    node: Apply, known: Mapping[Variable, tuple[Any, frozenset[Variable]] | None]
+) -> dict[Variable, tuple[Any, frozenset[Variable]] | None]:
+    """The known values of ``node``'s outputs, computed with `fold` from those of its inputs."""
+    inputs = [known[var] for var in node.inputs]
+    results = None
+    if all(found is not None for found in inputs):
+        args = [found[0] for found in inputs]
+        results = fold(node, args) if _foldable(node, args) else None
+    if results is None:
+        return dict.fromkeys(node.outputs)
+    read = frozenset().union(*(found[1] for found in inputs))
+    return {out: (result, read) for out, result in zip(node.outputs, results)}
 
 
 def _run_time_length_source(node: Apply, env: Mapping[Variable, Any], inputs: Sequence[Variable]) -> Apply | None:

@@ -11,6 +11,7 @@ from aesara.scan.utils import until
 
 import aejax.linker
 from aejax.linker.checks import CheckedProgram
+from tests.counting import Halve
 
 
 class NegativeScaleError(ValueError):
@@ -131,27 +132,6 @@ def test_only_graphs_with_checks_are_compiled_with_them():
     assert checked.vm.jit_fn.segments[0].program.checked
     assert not any(isinstance(p, CheckedProgram) for p in plain.vm.jit_fn.segments[0].program.programs.values())
     assert all(isinstance(p, CheckedProgram) for p in checked.vm.jit_fn.segments[0].program.programs.values())
-
-
-class Halve(aesara.graph.op.Op):
-    """``x / 2``, lowered by a function that counts how often it is traced."""
-
-    traced = 0
-
-    def make_node(self, x):
-        return aesara.graph.basic.Apply(self, [x], [x.type()])
-
-    def perform(self, node, inputs, outputs):
-        outputs[0][0] = inputs[0] / 2
-
-
-@aejax.linker.jax_funcify.register(Halve)
-def _halve(op, node=None, **kwargs):
-    def halve(x):
-        Halve.traced += 1
-        return x / 2
-
-    return halve
 
 
 @pytest.mark.parametrize("where", ["graph", "loop"])
