@@ -122,6 +122,16 @@ def _traced(
     return jitted, trace, donated
 
 
+def _reading(traced_fn: Callable[..., Any], values: CallValues) -> Callable[..., Any]:
+    """``traced_fn``, reading ``values`` wherever it is traced: its first trace, and any that JAX makes again."""
+
+    def reading(*args: Any) -> Any:
+        with reading_call_values(values):
+            return traced_fn(*args)
+
+    return reading
+
+
 def _checked(jitted: Callable[..., Any], trace: ProgramTrace) -> Callable[..., Any]:
     """The program that runs ``jitted``: a `CheckedProgram` if its trace met a check."""
     return CheckedProgram(jitted) if trace.checked else jitted
@@ -245,8 +255,8 @@ class StaticInputProgram:
         program = self.programs.get(key)
         if program is not None:
             return program(*args)
-        with collection_paused(), reading_call_values(self._candidates(args)) as values:
-            key, new = self._new_program(discovered, key, args, values)
+        with collection_paused():
+            key, new = self._new_program(discovered, key, args)
             program = self._kept(key, new.program)
             outputs = self._first_run(key, program, args, new)
         if not self.static_positions:
@@ -271,29 +281,39 @@ class StaticInputProgram:
         return kept
 
     def _new_program(
-        self, discovered: Discovered, key: tuple[Any, ...], args: tuple[Any, ...], values: CallValues
+        self, discovered: Discovered, key: tuple[Any, ...], args: tuple[Any, ...]
     ) -> tuple[tuple[Any, ...], NewProgram]:
         """The program for ``args`` and its key: loaded from the store, or traced (and exported if it may be saved).
 
-        Tracing may find more static inputs (those whose values ``values``
+        Tracing may find more static inputs (those whose call values a node
         read): the program is then kept under a key that holds their values.
         """
         started = time.perf_counter()
         use_persistent_cache()
-        store, coded, donated = self._store, coded_program(self._traced_fn), tuple(sorted(self.donated))
+        values = CallValues(self._candidates(args))
+        store, coded, donated = (
+            self._store,
+            coded_program(_reading(self._traced_fn, values)),
+            tuple(sorted(self.donated)),
+        )
         entry = None if store is None else store.entry(discovered, key, args)
         loaded = None if entry is None else store.loaded(entry, jax.jit(coded), donated)
         if loaded is not None:
+            values.limit = self._static_inputs(discovered)
             self._announce_new_values(discovered.static_positions, key)
             return key, NewProgram(loaded, started, None)
         jitted, trace, donated = _traced(coded, args, donated, self.completes)
         discovered = self._found_static(discovered, values)
+        values.limit = self._static_inputs(discovered)
         key = self._key(discovered, args)
         self._announce_new_values(discovered.static_positions, key)
         if store is None or trace.callbacks or not (self.saved_as.storable() and self.completes()):
             return key, NewProgram(_checked(jitted, trace), started, None)
         entry = store.entry(discovered, key, args)
         return key, NewProgram(_checked(store.exporting(entry, jitted, donated), trace), started, entry)
+
+    def _static_inputs(self, discovered: Discovered) -> frozenset[Variable]:
+        return frozenset(self.inputs[i] for i in discovered.static_positions)
 
     def _first_run(self, key: Any, program: Callable[..., Any], args: tuple[Any, ...], new: NewProgram) -> Any:
         """The first call of a ``new`` program, which the store keeps if tracing and compiling it took long enough."""

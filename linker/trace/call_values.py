@@ -21,22 +21,35 @@ from typing import Any
 
 from aesara.graph.basic import Apply, Variable
 
+from aejax.linker.errors import LoweringError, variable_name
+
 
 class CallValues:
     """The values a call gives the inputs that may be made static, and which of them tracing read.
 
     ``read`` maps each input read to the first node that needed it concrete;
     ``known`` keeps the values worked out from them (by the lowering loop).
+    Once its program is kept under the values of some inputs, ``limit``
+    holds them: a later trace of that program (JAX traces again for
+    arguments of another dtype) may read no other input, whose value the
+    program's calls do not share.
     """
 
     def __init__(self, values: Mapping[Variable, Any]) -> None:
         self.values = dict(values)
         self.read: dict[Variable, Apply] = {}
         self.known: dict[Variable, tuple[Any, frozenset[Variable]] | None] = {}
+        self.limit: frozenset[Variable] | None = None
 
     def note_read(self, inputs: Iterable[Variable], node: Apply) -> None:
         """Record that ``node`` needed the values of ``inputs`` concrete."""
         for var in inputs:
+            if self.limit is not None and var not in self.limit:
+                raise LoweringError(
+                    f"node {node} needs the value of input {variable_name(var)!r} while a program kept for other "
+                    "static inputs is traced again; report the graph",
+                    node=node,
+                )
             self.read.setdefault(var, node)
 
 
@@ -49,11 +62,10 @@ def call_values() -> CallValues | None:
 
 
 @contextmanager
-def reading_call_values(values: Mapping[Variable, Any]) -> Iterator[CallValues]:
-    """Let the programs traced in the block read ``values`` (input -> its value in this call) where a node needs them."""
-    read = CallValues(values)
-    token = _CALL_VALUES.set(read)
+def reading_call_values(values: CallValues) -> Iterator[None]:
+    """Let the function traced in the block read ``values`` where a node needs them."""
+    token = _CALL_VALUES.set(values)
     try:
-        yield read
+        yield
     finally:
         _CALL_VALUES.reset(token)

@@ -70,3 +70,18 @@ def test_inputs_a_size_is_computed_from_are_all_static():
     for args in [(1, 2, 7), (2, 0, 7), (2, 0, 8)]:
         np.testing.assert_array_equal(ours(*args), reference(*args))
     assert _program(ours).static_positions == (0, 1)
+
+
+def test_a_program_jax_traces_again_reads_the_same_static_values():
+    """JAX traces a kept program again for a weak-typed argument of the same shape: it still knows ``n``."""
+    jax = pytest.importorskip("jax")
+    x, n = at.dscalar("x"), at.lscalar("n")
+    f = aesara.function([x, n], at.alloc(Halve()(x), n), mode=aejax.linker.device_mode)
+    with jax.experimental.enable_x64():
+        Halve.traced = 0
+        np.testing.assert_array_equal(f(jax.numpy.array(2.0, dtype="float64"), 3), [1.0, 1.0, 1.0])
+        weak = jax.numpy.asarray(4.0)
+        assert weak.weak_type
+        np.testing.assert_array_equal(f(weak, 3), [2.0, 2.0, 2.0])
+    assert Halve.traced == 2
+    assert len(f.vm.jit_fn.segments) == 1  # not ended early at the alloc for want of ``n``
