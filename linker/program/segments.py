@@ -376,7 +376,7 @@ class GraphProgram:
             if at is None:
                 live = lowered.outputs
             else:
-                self._ended_at(at, why, start)
+                at = self._end(at, why, start)
                 live = [var for var in self.live_at(at) if var in env and var not in given]
             results = tuple(env[var] for var in live)
             groups.record(inputs, entered, live, results)
@@ -394,7 +394,7 @@ class GraphProgram:
             at, why, env = inner.run_until(*entered)
             self._traced_whole.ran = at is None
             if at is not None:
-                self._ended_at(at, why, None)
+                at = self._end(at, why, None)
                 self._whole_ended = True
                 live = [var for var in self.live_at(at) if var in env and var not in given]
                 results = tuple(env[var] for var in live)
@@ -421,41 +421,66 @@ class GraphProgram:
         fn = self._lowering_of[node]
         return run_time_lengths_taken(fn.lowering() if isinstance(fn, DeferredLowering) else fn).masked
 
-    def _ended_at(self, node: Apply, why: Exception, start: Apply | None) -> None:
-        """Decide, while a program that starts at ``start`` is traced, what lets the graph go on at ``node``.
+    def _end(self, node: Apply, why: Exception, start: Apply | None) -> Apply | None:
+        """Where a program that starts at ``start`` ends, its trace having failed at ``node`` with ``why``.
 
-        A value of run-time length that ``node`` takes, though not as a bucketed
-        one, enters the next program cut to its length; a node that must run on the host does (if it can);
-        else the next program starts at ``node``, where what it needs is input.
-        Raises ``why`` if none of these can help. Programs traced for other
-        static values or shapes may end at the same node: the first decides.
+        Decided while it is traced; programs traced for other static values or
+        shapes may fail there too, and the first decides. Raises ``why`` if no
+        later program, nor the host, can go on.
         """
         with self._lock:
             if isinstance(why, NeedsSplit):
-                group = self._mask_groups.grouped_with(why.node.outputs)
-                if node is start or (set(node.inputs) & group and not self._takes_masked(node)):
-                    if node is start and group <= self._exact:
-                        raise LoweringError(
-                            f"node {node} cannot take the value of run-time length that node {why.node} makes, even "
-                            "cut to its length; compute what depends on it with another mode, or report the graph",
-                            node=node,
-                        ) from why
-                    self._exact |= group
-                return
-            if isinstance(why, UnknownShapesError):
-                reason = UNKNOWN_SHAPES
-            elif isinstance(why, HostObjectError):
-                reason = INNER_OBJECTS
-            elif node is not start and _static_in_own_program(node, why):
-                return
-            else:
-                reason = VALUE_SHAPES
-            if node in self._host_reasons:
-                return  # decided by the trace of another program
-            if not runs_on_host(node) or isinstance(node.op, IfElse):
-                raise why
-            self._host_reasons[node] = reason
-            self._segments.pop(node, None)  # a program that starts at it ends there at once: the host runs it
+                return self._after_run_time_length(node, why.node, start)
+            self._host_or_own_program(node, why, start)
+            return node
+
+    def _after_run_time_length(self, node: Apply, source: Apply, start: Apply | None) -> Apply | None:
+        """Where a program ends whose ``node`` cannot take the value of run-time length that ``source`` made.
+
+        Right after ``source`` if the program made it: the next program takes
+        the value bucketed, and its nodes compute what depends on it anew, or
+        cut to its length where ``node`` takes it and not bucketed. A value
+        the program took bucketed from an earlier one enters cut to its length
+        instead: the program ends where it started, to be traced again for
+        that. Raises if the value entered cut already.
+        """
+        group = self._mask_groups.grouped_with(source.outputs)
+        made_here = start is None or self._place[source] >= self._place[start]
+        takes_it = bool(set(node.inputs) & group) and not self._takes_masked(node)
+        if made_here and self._runs_outside_branches(source):
+            if takes_it:
+                self._exact |= group
+            return self._next(source)
+        if not made_here and group <= self._exact:
+            raise LoweringError(
+                f"node {node} cannot take the value of run-time length that node {source} makes, even cut to its "
+                "length; compute what depends on it with another mode, or report the graph",
+                node=node,
+            )
+        self._exact |= group
+        return node if made_here else start
+
+    def _runs_outside_branches(self, node: Apply) -> bool:
+        part, position = self._place[node]
+        return self._parts[part].outside[position] is node
+
+    def _host_or_own_program(self, node: Apply, why: Exception, start: Apply | None) -> None:
+        """Run ``node`` on the host where that helps it (when it must, or a program of its own did not), else
+        let a program of its own start at it, where what it needs is input; raise ``why`` if neither can help."""
+        if isinstance(why, UnknownShapesError):
+            reason = UNKNOWN_SHAPES
+        elif isinstance(why, HostObjectError):
+            reason = INNER_OBJECTS
+        elif node is not start and _static_in_own_program(node, why):
+            return
+        else:
+            reason = VALUE_SHAPES
+        if node in self._host_reasons:
+            return  # decided by the trace of another program
+        if not runs_on_host(node) or isinstance(node.op, IfElse):
+            raise why
+        self._host_reasons[node] = reason
+        self._segments.pop(node, None)  # a program that starts at it ends there at once: the host runs it
 
 
 def _part(steps: list[Step], outputs: list[Variable], host: bool) -> Part:
