@@ -53,7 +53,6 @@ from aesara.ifelse import IfElse
 from aejax.adapters import stays_on_host
 from aejax.linker.errors import LoweringError
 from aejax.linker.graph.value_bounds import ValuesWithin
-from aejax.linker.lengths.bounds import BoundsNeeded
 from aejax.linker.lengths.consumers import run_time_lengths_taken
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, trimmed
 from aejax.linker.program.host_node import (
@@ -66,7 +65,7 @@ from aejax.linker.program.host_node import (
 )
 from aejax.linker.program.packing import PackedResults, packed, unpacked
 from aejax.linker.program.saved_programs import SavedAs
-from aejax.linker.program.static_inputs import Shortcut, StaticInputProgram, may_be_static
+from aejax.linker.program.static_inputs import Shortcut, StaticInputProgram
 from aejax.linker.trace.branches import plan_branches
 from aejax.linker.trace.host_failures import HostObjectError, UnknownShapesError, host_object_error, host_objects
 from aejax.linker.trace.lowering import DeferredLowering, LoweredGraph, Step, lookup
@@ -466,12 +465,13 @@ class GraphProgram:
 
     def _host_or_own_program(self, node: Apply, why: Exception, start: Apply | None) -> None:
         """Run ``node`` on the host where that helps it (when it must, or a program of its own did not), else
-        let a program of its own start at it, where what it needs is input; raise ``why`` if neither can help."""
+        let a program of its own start at it, where what it needs is input (static there, or of a length known
+        there); raise ``why`` if neither can help."""
         if isinstance(why, UnknownShapesError):
             reason = UNKNOWN_SHAPES
         elif isinstance(why, HostObjectError):
             reason = INNER_OBJECTS
-        elif node is not start and _static_in_own_program(node, why):
+        elif node is not start:
             return
         else:
             reason = VALUE_SHAPES
@@ -510,17 +510,6 @@ def _with_bounds(variables: Any) -> list[Variable]:
         for bound in var.owner.inputs[1:]
     ]
     return [var for var in _unique(variables + bounds) if not isinstance(var, Constant)]
-
-
-def _static_in_own_program(node: Apply, why: Exception) -> bool:
-    """Whether ``node`` may be traced in a program that starts at it: what it needs concrete is then an input.
-
-    So it is for the bounds a `BoundsNeeded` asks for, and for an input that
-    a program computes and may be made static.
-    """
-    if isinstance(why, BoundsNeeded):
-        return True
-    return any(var.owner is not None and may_be_static(var) for var in node.inputs)
 
 
 def _object_nodes(steps: Sequence[Step]) -> frozenset[Apply]:

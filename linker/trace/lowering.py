@@ -39,6 +39,7 @@ from aesara.scan.op import Scan
 from aesara.tensor.basic import AllocEmpty
 from aesara.tensor.random.op import RandomVariable
 from aesara.tensor.type import DenseTensorType, TensorType
+from aesara.tensor.type_other import SliceType
 
 from aejax.linker.checks import require
 from aejax.linker.errors import (
@@ -434,7 +435,13 @@ def _concrete_from_call(node: Apply, error: LoweringError, env: MutableMapping[V
 
 
 def _traced_in(var: Variable, env: Mapping[Variable, Any]) -> bool:
-    return not isinstance(var, Constant) and var in env and is_traced(env[var])
+    """Whether ``var``'s value in ``env`` is traced (a slice of traced bounds too)."""
+    if isinstance(var, Constant) or var not in env:
+        return False
+    value = env[var]
+    if isinstance(value, slice):
+        return any(is_traced(bound) for bound in (value.start, value.stop, value.step))
+    return is_traced(value)
 
 
 def _call_value(
@@ -456,7 +463,7 @@ def _call_value(
             known[top] = (values.values[top], frozenset([top]))
         elif isinstance(top, Constant):
             known[top] = (top.data, frozenset())
-        elif top in env and not is_traced(env[top]):
+        elif top in env and not _traced_in(top, env):
             known[top] = (env[top], frozenset())
         elif top.owner is None:
             known[top] = None
@@ -478,7 +485,8 @@ def _folded_from_call(
     results = None
     if all(found is not None for found in inputs):
         args = [found[0] for found in inputs]
-        results = fold(node, args) if _foldable(node, args) else None
+        makes_slices = all(isinstance(out.type, SliceType) for out in node.outputs)  # ``x[i:k]``'s bounds
+        results = fold(node, args) if makes_slices or _foldable(node, args) else None
     if results is None:
         return dict.fromkeys(node.outputs)
     read = frozenset().union(*(found[1] for found in inputs))
