@@ -262,7 +262,7 @@ class GraphProgram:
         stalled = None
         while node is not None:
             segment = self._segment_at(node)
-            values = [lookup(env, var) for var in segment.inputs]
+            values = [self._entering(var, lookup(env, var)) for var in segment.inputs]
             if isinstance(segment.program, HostNode):
                 outputs = segment.program.outputs
                 env.update(zip(outputs, segment.program(*[on_host(value) for value in values])))
@@ -277,15 +277,17 @@ class GraphProgram:
         return tuple(exit.leave(on_host(lookup(env, var))) for exit, var in zip(self.output_cells, self.outputs))
 
     def _take(self, env: dict[Variable, Any], ended: Ended) -> None:
-        """Put the values a program returned in ``env``; one of run-time length bucketed, or cut if it enters exact."""
-        exact = self._exact
-        env.update(
-            (
-                var,
-                (on_host(value) if var in exact else bucketed(value)) if isinstance(value, RUN_TIME_LENGTH) else value,
-            )
-            for var, value in zip(ended.variables, ended.values)
-        )
+        """Put the values a program returned in ``env``."""
+        env.update(zip(ended.variables, ended.values))
+
+    def _entering(self, var: Variable, value: Any) -> Any:
+        """``value`` as it enters a program: one of run-time length bucketed, or cut if it enters exact.
+
+        Decided where it enters, not where it was made: a program traced meanwhile may have made it exact.
+        """
+        if not isinstance(value, RUN_TIME_LENGTH):
+            return value
+        return on_host(value) if var in self._exact else bucketed(value)
 
     def _parted(self, object_nodes: frozenset[Apply]) -> list[Part]:
         """The steps in parts: runs of steps between nodes of Python objects, and each such node alone."""

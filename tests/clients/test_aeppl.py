@@ -118,6 +118,26 @@ def test_switching_process():
     assert_same_at_points([*params, s_vv, b_vv], logprob_and_grads(logp, params), points)
 
 
+def test_switching_process_of_states_selected_by_value():
+    """aeppl.dists.switching_process over a (10, 4) categorical: its log-density selects rows with
+    ``nonzero`` and scatters them back (values whose length only the call knows, as in aeppl's own
+    ``test_switching_process_logp``)."""
+    from aeppl.dists import dirac_delta, switching_process
+    from aeppl.joint_logprob import conditional_logprob
+
+    srng = RandomStream(2023532)
+    states_rv = srng.categorical([1 / 2, 1 / 2], size=(10, 4), name="states")
+    switching = switching_process(
+        [dirac_delta(at.as_tensor(0, dtype=np.int64)), dirac_delta(at.as_tensor(1, dtype=np.int64))], states_rv
+    )
+    observed = at.tile(np.arange(4), (10, 1)).astype(np.int64)
+    logps, (states_vv,) = conditional_logprob(states_rv, realized={switching: observed})
+    reference, candidate = compile_pair([states_vv], at.add(*logps.values()))
+    rng = np.random.default_rng(3)
+    for states in [np.zeros((10, 4), np.int64), rng.integers(0, 2, size=(10, 4)), np.ones((10, 4), np.int64)]:
+        assert_same_outputs(reference(states), candidate(states))
+
+
 def test_gaussian_ar1_scan():
     """An AR(1) chain ``X_t ~ N(rho X_{t-1}, sigma)`` built with `aesara.scan`."""
     srng = RandomStream(13)
