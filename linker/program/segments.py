@@ -40,7 +40,7 @@ whose every node runs on the host has no jit program at all.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -366,7 +366,6 @@ class GraphProgram:
         self, start: Apply, inputs: list[Variable], steps: list[Step], after: Apply | None
     ) -> Callable[..., Ended]:
         """The traced function of the program that runs ``steps`` from ``start`` until they end, or it must end."""
-        given = set(inputs)
         made = {out for node, _ in steps for out in node.outputs}
         lowered = LoweredGraph(inputs, [var for var in self.live_at(after) if var in made], steps)
         groups = self._mask_groups
@@ -374,33 +373,43 @@ class GraphProgram:
         def segment_fn(*values: Any) -> Ended:
             entered = groups.entered(inputs, values)
             at, why, env = lowered.run_until(*entered)
-            if at is None:
-                live = lowered.outputs
-            else:
-                at = self._end(at, why, start)
-                live = [var for var in self.live_at(at) if var in env and var not in given]
-            results = tuple(env[var] for var in live)
-            groups.record(inputs, entered, live, results)
-            return Ended(at, tuple(live), results)
+            if at is not None:
+                return self._ending(at, why, start, env, inputs, entered)
+            results = tuple(env[var] for var in lowered.outputs)
+            groups.record(inputs, entered, lowered.outputs, results)
+            return Ended(None, tuple(lowered.outputs), results)
 
         return segment_fn
+
+    def _ending(
+        self,
+        at: Apply,
+        why: Exception,
+        start: Apply | None,
+        env: Mapping[Variable, Any],
+        inputs: list[Variable],
+        entered: Sequence[Any],
+    ) -> Ended:
+        """What a program that starts at ``start`` returns when its trace failed at ``at``: the values live where it ends."""
+        at = self._end(at, why, start)
+        given = set(inputs)
+        live = [var for var in self.live_at(at) if var in env and var not in given]
+        results = tuple(env[var] for var in live)
+        self._mask_groups.record(inputs, entered, live, results)
+        return Ended(at, tuple(live), results)
 
     def _whole_graph(self) -> Segment:
         """The program of the whole graph, taking and returning every value in boundary form (unless it ends early)."""
         inner = LoweredGraph(self.inputs, self.outputs, self.steps)
-        entries, exits, given = self.input_cells, self.output_cells, set(self.inputs)
+        entries, exits = self.input_cells, self.output_cells
 
         def boundary_fn(*values: Any) -> tuple[Any, ...] | PackedResults | Ended:
             entered = [e.enter(v) for e, v in zip(entries, values)]
             at, why, env = inner.run_until(*entered)
             self._traced_whole.ran = at is None
             if at is not None:
-                at = self._end(at, why, None)
                 self._whole_ended = True
-                live = [var for var in self.live_at(at) if var in env and var not in given]
-                results = tuple(env[var] for var in live)
-                self._mask_groups.record(self.inputs, entered, live, results)
-                return Ended(at, tuple(live), results)
+                return self._ending(at, why, None, env, self.inputs, entered)
             results = tuple(lookup(env, var) for var in self.outputs)
             ragged = [isinstance(r, RUN_TIME_LENGTH) for r in results]
             if any(ragged):
