@@ -47,7 +47,6 @@ from aejax.linker.program.saved_programs import ProgramStore, SavedAs
 from aejax.linker.program.segments import GraphProgram
 from aejax.linker.program.watched import WatchedProgram
 from aejax.linker.scan.progress import Progress
-from aejax.linker.trace.host_failures import raised_on_host
 from aejax.linker.trace.lowering import lower_nodes
 
 BACKEND = "jax"
@@ -295,16 +294,16 @@ class HostCall:
         self._decoders = [(None, None) if i in in_place else cell.decoder for i, cell in enumerate(cells)]
 
     def __call__(self, host_values: Sequence[Any]) -> list[Any]:
-        values = host_values
-        if self._encodes:
-            values = [v if encode is None else encode(v) for encode, v in zip(self._encoders, host_values)]
-        try:
-            results = self.program(*values)
-        except jax.errors.JaxRuntimeError as error:
-            original = raised_on_host(error)
-            if original is None:
-                raise
-            raise original from None
+        return self.decoded(self.program(*self.encoded(host_values)), host_values)
+
+    def encoded(self, host_values: Sequence[Any]) -> Sequence[Any]:
+        """The program's arguments for ``host_values``."""
+        if not self._encodes:
+            return host_values
+        return [v if encode is None else encode(v) for encode, v in zip(self._encoders, host_values)]
+
+    def decoded(self, results: Sequence[Any], host_values: Sequence[Any]) -> list[Any]:
+        """The host values of the program's ``results`` for a call on ``host_values`` (an update into its input's)."""
         try:
             outputs = [None if decode is None else decode(r, t) for (decode, t), r in zip(self._decoders, results)]
         except Exception:

@@ -67,7 +67,13 @@ from aejax.linker.program.packing import PackedResults, packed, unpacked
 from aejax.linker.program.saved_programs import SavedAs
 from aejax.linker.program.static_inputs import Shortcut, StaticInputProgram
 from aejax.linker.trace.branches import plan_branches
-from aejax.linker.trace.host_failures import HostObjectError, UnknownShapesError, host_object_error, host_objects
+from aejax.linker.trace.host_failures import (
+    HostObjectError,
+    UnknownShapesError,
+    host_object_error,
+    host_objects,
+    raised_on_host,
+)
 from aejax.linker.trace.lowering import DeferredLowering, LoweredGraph, Step, lookup
 
 
@@ -239,15 +245,26 @@ class GraphProgram:
         return self._whole.program.shortcut
 
     def __call__(self, *args: Any) -> Sequence[Any]:
-        """The outputs for ``args``, each in boundary form (a packed output as a numpy view: `aejax.linker.program.packing`)."""
+        """The outputs for ``args``, each in boundary form (a packed output as a numpy view: `aejax.linker.program.packing`).
+
+        A program that fails in a host callback raises the exception raised
+        there (`aejax.linker.trace.host_failures`), not JAX's.
+        """
         whole = self._whole
-        if whole is None:
-            return self._run_from(self._first_node(), self._entered(args))
-        results = whole.program(*args)
-        if type(results) is Ended:
-            env = self._entered(args)
-            self._take(env, results)
-            return self._run_from(results.at, env)
+        try:
+            if whole is None:
+                return self._run_from(self._first_node(), self._entered(args))
+            shortcut = whole.program.shortcut  # called here, not through the program: one layer less per call
+            results = shortcut.program(*args) if shortcut is not None and shortcut.fits(args) else whole.program(*args)
+            if type(results) is Ended:
+                env = self._entered(args)
+                self._take(env, results)
+                return self._run_from(results.at, env)
+        except jax.errors.JaxRuntimeError as error:
+            original = raised_on_host(error)
+            if original is None:
+                raise
+            raise original from None
         results = unpacked(results)
         return tuple(map(on_host, results)) if self._ragged_outputs else results
 
