@@ -1,9 +1,10 @@
 """The direct call of an `AejaxFunction`, and its fast path once a call has run.
 
 `DirectCall` serves a call with every explicit input given positionally: it
-filters the arguments with `Type.filter` as Aesara does, runs the program on
-them and the shared variables' values (`linker.HostCall`), and stores the
-decoded updates, each through its variable's filter.
+filters the arguments with `Type.filter` as Aesara does, encodes them and the
+shared variables' values and decodes the results with `linker.HostCall`'s
+helpers around its own call of the program, and stores the decoded updates,
+each through its variable's filter.
 
 Once a call has run, the jit program it ran computes the graph for any
 arguments of the same kinds (`static_inputs.Shortcut`). `ExactCall` is the

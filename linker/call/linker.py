@@ -267,6 +267,8 @@ def boundary(
 class HostCall:
     """Run a `GraphProgram` on host values: encode the inputs, call it, decode the outputs.
 
+    A `DirectCall` uses its `encoded` and `decoded` around its own call of the program.
+
     ``updates`` maps an output's position to the position of the input it
     updates (``FunctionGraph.update_mapping``); such an output is decoded into
     the input's host value where its cell can (an advanced random state set
