@@ -115,13 +115,12 @@ jax.tree_util.register_pytree_node(
 
 @dataclass
 class Segment:
-    """A program that computes a graph from node ``start`` on, or one node run on the host.
+    """A program that computes a graph from a node on, or one node run on the host.
 
     ``after`` is the node that runs next once ``program`` ran all of its
     steps (``None``: the graph's end).
     """
 
-    start: Apply | None
     inputs: list[Variable]
     program: StaticInputProgram | HostNode
     after: Apply | None
@@ -377,7 +376,7 @@ class GraphProgram:
             program = StaticInputProgram(inputs, self._segment_fn(node, inputs, steps, after))
         if self._cache_size is not None:
             program.cache_size = self._cache_size
-        return Segment(node, inputs, program, after)
+        return Segment(inputs, program, after)
 
     def _segment_fn(
         self, start: Apply, inputs: list[Variable], steps: list[Step], after: Apply | None
@@ -436,7 +435,7 @@ class GraphProgram:
 
         saved_as = None if self.saved is None else self.saved._replace(storable=lambda: not self._ragged_outputs)
         program = StaticInputProgram(self.inputs, boundary_fn, self.donated, saved_as, self._ran_whole)
-        self._segments[None] = segment = Segment(None, self.inputs, program, None)
+        self._segments[None] = segment = Segment(self.inputs, program, None)
         return segment
 
     def _ran_whole(self) -> bool:

@@ -218,7 +218,6 @@ class StaticInputProgram:
     ) -> None:
         self.inputs = list(inputs)
         self.completes = completes
-        self.traced_fn = traced_fn
         self._traced_fn = with_static_inputs(traced_fn)  # a Scan may ask for the bounds of its sequences (BoundsNeeded)
         self.donated = donated
         self.saved_as = saved_as
@@ -291,11 +290,8 @@ class StaticInputProgram:
         started = time.perf_counter()
         use_persistent_cache()
         values = CallValues(self._candidates(args))
-        store, coded, donated = (
-            self._store,
-            coded_program(_reading(self._traced_fn, values)),
-            tuple(sorted(self.donated)),
-        )
+        store, donated = self._store, tuple(sorted(self.donated))
+        coded = coded_program(_reading(self._traced_fn, values))
         entry = None if store is None else store.entry(discovered, key, args)
         loaded = None if entry is None else store.loaded(entry, jax.jit(coded), donated)
         if loaded is not None:
