@@ -11,6 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+THRESHOLD = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
+
 PROGRAM = textwrap.dedent(
     """
     import json, sys
@@ -23,17 +25,22 @@ PROGRAM = textwrap.dedent(
     x = at.dvector("x")
     f = aesara.function([x], (at.exp(x) * 2).sum(), mode="AEJAX")
     f(np.arange(3.0))
-    print(json.dumps({"jax": jax.config.jax_compilation_cache_dir, "ours": str(cache_directory())}))
+    print(json.dumps({
+        "jax": jax.config.jax_compilation_cache_dir,
+        "ours": str(cache_directory()),
+        "threshold": jax.config.jax_persistent_cache_min_compile_time_secs,
+    }))
     """
 )
 
 
-def _run(tmp_path, chosen="-", **env):
+def _run(tmp_path, chosen="-", threshold="0", **env):
+    """What the program's process ends with; ``threshold`` is the user's minimum compile time, ``None`` for JAX's."""
     environment = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != THRESHOLD},
         "AESARA_FLAGS": f"base_compiledir={tmp_path / 'aesara'}",
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "PYTHONPATH": str(ROOT),
+        **({} if threshold is None else {THRESHOLD: threshold}),
         **env,
     }
     done = subprocess.run(
@@ -63,3 +70,18 @@ def test_the_cache_is_left_alone_when_switched_off_or_chosen(tmp_path, how):
         where = _run(tmp_path, chosen=str(tmp_path / "mine"))
         assert where["jax"] == str(tmp_path / "mine") and _entries(tmp_path / "mine")
     assert not _entries(where["ours"])
+
+
+def test_shorter_compiles_are_kept_where_aejax_chose_the_directory(tmp_path):
+    from aejax.linker.program.persistent_cache import MIN_COMPILE_SECONDS
+
+    assert MIN_COMPILE_SECONDS < 1.0  # JAX's default, which a NUTS chain's 0.9 s compile misses
+    assert _run(tmp_path, threshold=None)["threshold"] == MIN_COMPILE_SECONDS
+
+
+@pytest.mark.parametrize("how", ["set by the user", "directory chosen by the user"])
+def test_the_users_threshold_is_kept(tmp_path, how):
+    if how == "set by the user":
+        assert _run(tmp_path, threshold="2.5")["threshold"] == 2.5
+    else:
+        assert _run(tmp_path, chosen=str(tmp_path / "mine"), threshold=None)["threshold"] == 1.0
