@@ -299,13 +299,15 @@ class StaticInputProgram:
             self._announce_new_values(discovered.static_positions, key)
             return key, NewProgram(loaded, started, None)
         jitted, trace, donated = _traced(coded, args, donated, self.completes)
-        discovered = self._found_static(discovered, values)
-        values.limit = self._static_inputs(discovered)
-        key = self._key(discovered, args)
-        self._announce_new_values(discovered.static_positions, key)
+        found = self._found_static(discovered, values)
+        values.limit = self._static_inputs(found)
+        if found is not discovered:
+            key = self._key(found, args)
+        self._announce_new_values(found.static_positions, key)
         if store is None or trace.callbacks or not (self.saved_as.storable() and self.completes()):
             return key, NewProgram(_checked(jitted, trace), started, None)
-        entry = store.entry(discovered, key, args)
+        if found is not discovered:  # the key holds the static values tracing found
+            entry = store.entry(found, key, args)
         return key, NewProgram(_checked(store.exporting(entry, jitted, donated), trace), started, entry)
 
     def _static_inputs(self, discovered: Discovered) -> frozenset[Variable]:
