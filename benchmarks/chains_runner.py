@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -56,7 +57,7 @@ def use_flatbuffers_copy(folder: Path) -> None:
 
 
 def environment() -> dict[str, Any]:
-    """Where the run happens: backend, device kind, versions."""
+    """Where the run happens: backend, device kind, versions, ``XLA_FLAGS``."""
     device = jax.devices()[0]
     return {
         "platform": jax.default_backend(),
@@ -65,6 +66,7 @@ def environment() -> dict[str, Any]:
         "jax_version": jax.__version__,
         "numpy_version": np.__version__,
         "python_version": platform.python_version(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import os
 import platform
 import random
 import statistics
@@ -322,7 +323,7 @@ def installed_version(distribution: str) -> str | None:
 
 
 def run_info(args: argparse.Namespace) -> dict[str, Any]:
-    """What the saved table was measured with."""
+    """What the saved table was measured with (``XLA_FLAGS`` too: it changes how XLA compiles loops on a CPU)."""
     return {
         "rounds": args.rounds,
         "scale": args.scale,
@@ -335,6 +336,7 @@ def run_info(args: argparse.Namespace) -> dict[str, Any]:
             "numpyro": installed_version("numpyro"),
         },
         "machine": platform.machine(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
 
 

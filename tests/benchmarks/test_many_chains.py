@@ -73,6 +73,7 @@ def test_the_runner_times_and_checks_both_programs(run):
     _, manifest, results, _ = run
     assert manifest["programs"][0]["inputs"][0]["shape"] == ["chains", 4, 2]
     assert results["platform"] == "cpu" and results["jax_version"] == jax.__version__
+    assert results["xla_flags"] == os.environ.get("XLA_FLAGS", "")
     assert sorted(r["implementation"] for r in results["programs"]) == ["aejax", "numpyro"]
     for record in results["programs"]:
         assert record["chains"] == CHAINS and record["calls"] >= 5

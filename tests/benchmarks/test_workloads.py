@@ -206,6 +206,14 @@ def test_the_saved_table_says_whether_cpu_computations_ran_inline():
     assert run.run_info(run.parse_args([]))["cpu_sync_dispatch"] is False
 
 
+def test_the_saved_table_says_which_xla_flags_it_ran_under(monkeypatch):
+    loop_kernels = "--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold=65536"
+    monkeypatch.setenv("XLA_FLAGS", loop_kernels)
+    assert run.run_info(run.parse_args([]))["xla_flags"] == loop_kernels
+    monkeypatch.delenv("XLA_FLAGS")
+    assert run.run_info(run.parse_args([]))["xla_flags"] == ""
+
+
 @pytest.mark.parametrize("mode", ["AEJAX", "FAST_COMPILE"])
 def test_the_evaluation_counter_counts_the_leapfrog_steps_of_an_hmc_transition(mode):
     """Six integration steps from a given state and gradient: six evaluations, on AEJAX and in Python."""
