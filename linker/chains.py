@@ -67,6 +67,7 @@ from aejax.linker.call.precision import running_in
 from aejax.linker.checks import CHECKS, PASSED
 from aejax.linker.errors import variable_name
 from aejax.linker.export import JaxGraph, State, exported
+from aejax.linker.mesh import check_same_in_every_process, gathered, placed, spans_processes
 
 CHAIN_AXIS = "chains"
 """The name of the mesh axis a list of devices becomes."""
@@ -79,6 +80,15 @@ class ChainRun(NamedTuple):
     """The graph's outputs, as the compiled function returns them (one, or a list)."""
     state: State
     """The new state, by name: every entry, per chain."""
+
+    def gathered(self) -> ChainRun:
+        """This run as numpy arrays, every chain's, in every process (on a mesh of several processes each holds
+        only its own devices' chains); random states as their raw key data (``jax.random.key_data``).
+
+        On a mesh of several processes every process must call it, as for any collective.
+        """
+        as_numpy = lambda value: gathered(jax.random.key_data(value) if is_key(value) else value)
+        return ChainRun(jax.tree.map(as_numpy, self.outputs), {name: as_numpy(v) for name, v in self.state.items()})
 
 
 class ManyChains:
@@ -121,23 +131,34 @@ class ManyChains:
 
     def __call__(self, key: Any, n_chains: int, *inputs: Any, state: State | None = None) -> ChainRun:
         with running_in(self.x64):
-            n_chains = chain_count(n_chains)
-            self._check_mesh(n_chains)
-            given = self._given_state(state or {}, n_chains)
-            derived = tuple(name for name in self._impls if name not in given)
-            key = self._key(key, derived)
-            state_axes = {name: axis for name, (_, axis) in given.items()}
-            input_axes = self._input_axes(inputs, n_chains)
-            values = {name: value for name, (value, _) in given.items()}
-            values.update(
-                {name: self._current(name) for name in self.names if name not in given and name not in derived}
-            )
-            state_axes.update({name: None for name in values if name not in state_axes})
-            program = self._program(n_chains, derived, tuple(sorted(state_axes.items())), input_axes)
-            placed = self._placed((key, values, inputs), (None, state_axes, input_axes))
-            (outputs, new_state), failures = program(*placed)
+            program, arguments = self._prepared(key, n_chains, inputs, state)
+            (outputs, new_state), failures = program(*arguments)
             raise_failed_check(failures)
         return ChainRun(outputs, new_state)
+
+    def lower(self, key: Any, n_chains: int, *inputs: Any, state: State | None = None) -> jax.stages.Lowered:
+        """The program that a call of these arguments runs, lowered (``.as_text()``, ``.compile().as_text()``), not run."""
+        with running_in(self.x64):
+            program, arguments = self._prepared(key, n_chains, inputs, state)
+            return program.lower(*arguments)
+
+    def _prepared(
+        self, key: Any, n_chains: int, inputs: tuple[Any, ...], state: State | None
+    ) -> tuple[Any, tuple[Any, State, tuple[Any, ...]]]:
+        """The jitted program of a call and its arguments, checked and placed: ``(program, (key, state, inputs))``."""
+        n_chains = chain_count(n_chains)
+        self._check_mesh(n_chains)
+        given = self._given_state(state or {}, n_chains)
+        derived = tuple(name for name in self._impls if name not in given)
+        key = self._key(key, derived)
+        impl = None if key is None else jax.random.key_impl(key)
+        state_axes = {name: axis for name, (_, axis) in given.items()}
+        input_axes = self._input_axes(inputs, n_chains)
+        values = {name: value for name, (value, _) in given.items()}
+        values.update({name: self._current(name) for name in self.names if name not in given and name not in derived})
+        state_axes.update({name: None for name in values if name not in state_axes})
+        arguments = self._placed((key, values, tuple(inputs)), (None, state_axes, input_axes))
+        return self._program(n_chains, derived, impl, tuple(sorted(state_axes.items())), input_axes), arguments
 
     def store(self, state: State, chain: int) -> None:
         """Write chain ``chain``'s entries of ``state`` (a `ChainRun`'s, all entries or some) into the shared variables.
@@ -196,56 +217,89 @@ class ManyChains:
                 f"ask for a multiple of {self.mesh.size} chains"
             )
 
-    def _sharding(self, axis: int | None) -> NamedSharding | None:
-        """Where a value whose chain axis is ``axis`` lives (``None`` without a mesh)."""
-        if self.mesh is None:
-            return None
-        return NamedSharding(self.mesh, PartitionSpec(tuple(self.mesh.axis_names)) if axis == 0 else PartitionSpec())
+    def _spec(self, axis: int | None) -> PartitionSpec:
+        """How a value whose chain axis is ``axis`` is laid on the mesh: split along it, or replicated."""
+        return PartitionSpec(tuple(self.mesh.axis_names)) if axis == 0 else PartitionSpec()
 
-    def _placed(self, values: Any, axes: Any) -> Any:
-        """``values`` on the mesh: split along the chain axis where ``axes`` has one, else replicated."""
+    def _placed(self, arguments: Any, axes: Any) -> Any:
+        """``arguments`` on the mesh (`aejax.linker.mesh.placed`): split along the chain axis where ``axes`` has one,
+        else replicated; typed keys as their raw data. Processes given different values fail here, all of them."""
         if self.mesh is None:
-            return values
+            return arguments
+        data = jax.tree.map(lambda value: jax.random.key_data(value) if is_key(value) else value, arguments)
+        if spans_processes(self.mesh):
+            check_same_in_every_process(self._named(data))
         return jax.tree.map(
-            lambda axis, value: jax.device_put(value, self._sharding(axis)), axes, values, is_leaf=lambda a: a is None
+            lambda axis, value: placed(value, NamedSharding(self.mesh, self._spec(axis))),
+            axes,
+            data,
+            is_leaf=lambda a: a is None,
         )
+
+    def _named(self, arguments: tuple[Any, State, tuple[Any, ...]]) -> list[tuple[str, Any]]:
+        """The arguments of a call by what the user calls them, for `check_same_in_every_process`."""
+        key, state, inputs = arguments
+        named = [] if key is None else [("key", key)]
+        named += [(f"state entry {name!r}", value) for name, value in state.items()]
+        named += [(f"input {variable_name(var)!r}", value) for var, value in zip(self.graph.inputs, inputs)]
+        return named
 
     def _program(
         self,
         n_chains: int,
         derived: tuple[str, ...],
+        impl: Any,
         state_axes: tuple[tuple[str, int | None], ...],
         input_axes: tuple[int | None, ...],
     ) -> Any:
-        """The jitted program of one kind of call: ``program(key, state, *inputs) -> ((outputs, new_state), failures)``.
+        """The jitted program of one kind of call: ``program(key, state, inputs) -> ((outputs, new_state), failures)``.
 
-        ``failures`` holds each chain's failure code (`JaxGraph.checked_fn`).
+        ``failures`` holds each chain's failure code (`JaxGraph.checked_fn`);
+        ``impl`` is the key's implementation (``None`` without a key).
         """
-        signature = (n_chains, derived, state_axes, input_axes)
+        signature = (n_chains, derived, impl, state_axes, input_axes)
         if signature not in self._programs:
-            self._programs[signature] = self._compiled(n_chains, derived, dict(state_axes), input_axes)
+            self._programs[signature] = self._compiled(n_chains, derived, impl, dict(state_axes), input_axes)
         return self._programs[signature]
 
     def _compiled(
         self,
         n_chains: int,
         derived: tuple[str, ...],
+        impl: Any,
         state_axes: dict[str, int | None],
         input_axes: tuple[int | None, ...],
     ) -> Any:
-        chains = self._sharding(0)
+        """The program: on a mesh, each device runs its own block of chains (``jax.shard_map`` of the vmapped
+        chain), so that no loop of a chain waits for another device's (a vmapped loop's batched predicate,
+        sharded across devices, would be reduced across them at every iteration)."""
         batched = jax.vmap(self.graph.checked_fn, in_axes=({**state_axes, **dict.fromkeys(derived, 0)}, *input_axes))
 
-        def program(key: Any, state: State, inputs: tuple[Any, ...]) -> tuple[tuple[Any, State], Any]:
+        def block(keys: Any, state: State, inputs: tuple[Any, ...]) -> tuple[tuple[Any, State], Any]:
+            state = {name: self._typed(name, value) for name, value in state.items()}
             if derived:
-                keys = jax.random.split(key, n_chains)
-                if chains is not None:
-                    keys = jax.lax.with_sharding_constraint(keys, chains)
                 random = jax.vmap(self.chain_state)(keys)
                 state = {**state, **{name: random[name] for name in derived}}
             return batched(state, *inputs)
 
-        return jax.jit(program) if chains is None else jax.jit(program, out_shardings=chains)
+        if self.mesh is not None:
+            chains = self._spec(0)
+            specs = ({name: self._spec(axis) for name, axis in state_axes.items()}, tuple(map(self._spec, input_axes)))
+            block = jax.shard_map(block, mesh=self.mesh, in_specs=(chains, *specs), out_specs=chains, check_vma=False)
+
+        def program(key: Any, state: State, inputs: tuple[Any, ...]) -> tuple[tuple[Any, State], Any]:
+            if not derived:
+                return block(None, state, inputs)
+            key = key if is_key(key) else jax.random.wrap_key_data(key, impl=impl)
+            return block(jax.random.split(key, n_chains), state, inputs)
+
+        return jax.jit(program)
+
+    def _typed(self, name: str, value: Any) -> Any:
+        """A state entry as the graph takes it: a random state given as raw key data wrapped as its state's key."""
+        if name in self._impls and not is_key(value):
+            return jax.random.wrap_key_data(value, impl=self._impls[name])
+        return value
 
 
 def many_chains(function: Function | JaxGraph, mesh: Mesh | Sequence[Any] | None = None) -> ManyChains:
@@ -276,7 +330,7 @@ def raise_failed_check(failures: Any) -> None:
     the exception is the check's own type, its message the check's followed
     by the chains.
     """
-    codes = np.asarray(failures)
+    codes = gathered(failures)
     failed = np.flatnonzero(codes != PASSED)
     if not failed.size:
         return

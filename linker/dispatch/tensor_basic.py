@@ -177,8 +177,8 @@ def _eye_or_tri(op: Eye | Tri, **kwargs: Any) -> Callable[..., Any]:
 
 
 def memory_limit() -> int:
-    """Bytes one array may take: the default device's memory, or the host's physical memory."""
-    stats = jax.devices()[0].memory_stats() or {}
+    """Bytes one array may take: this process's first device's memory, or the host's physical memory."""
+    stats = jax.local_devices()[0].memory_stats() or {}
     if "bytes_limit" in stats:
         return int(stats["bytes_limit"])
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

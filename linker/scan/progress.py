@@ -15,7 +15,9 @@ branch that count selects (`report`), so it waits for the steps it reports
 (a callback nothing depends on may run before them). The count is the same
 for every chain: ``jax.vmap`` leaves it and the branch unbatched, and the
 callback takes no operand, so one callback per chunk for all chains, one bar. Under ``jax.jit`` with a sharding over several devices XLA
-runs it on the first device only, so still one bar. It is an unordered
+runs it on the first device only; under ``jax.shard_map`` (`aejax.linker.many_chains` on a mesh), where every device
+runs its own loop, the branch is taken on the mesh's first device only (`on_first_device`): still one bar, in
+process 0 where a mesh spans several processes. It is an unordered
 ``jax.debug.callback``: JAX refuses ordered effects in a program that spans
 several devices, and the chunks of a loop run one after the other anyway.
 
@@ -144,7 +146,17 @@ def report(bar: LoopBar, steps: int, done: Any) -> None:
     the host, about 40 us): it runs in a branch that ``done`` selects, which
     orders it after the steps that computed ``done``.
     """
-    lax.cond(done > 0, lambda: jax.debug.callback(partial(bar.advance, steps)), lambda: None)
+    lax.cond((done > 0) & on_first_device(), lambda: jax.debug.callback(partial(bar.advance, steps)), lambda: None)
+
+
+def on_first_device() -> Any:
+    """Whether the program runs on the first device of the mesh it is mapped over (``jax.shard_map``), or ``True``.
+
+    Each device of a ``shard_map`` runs its own copy of the loop; only the
+    first (of process 0, where several processes share the mesh) moves the bar.
+    """
+    axes = tuple(jax.sharding.get_abstract_mesh().manual_axes)
+    return lax.axis_index(axes) == 0 if axes else True
 
 
 class LoopBar:

@@ -246,9 +246,11 @@ def test_what_many_chains_takes():
 
 
 EIGHT_DEVICES = """
-import aesara, jax, numpy as np
+import aesara, aesara.tensor as at, jax, numpy as np
+from aesara.scan.utils import until
 import aejax.linker
 from tests.export.test_chains import walk_function
+from tests.stablehlo import collectives_in_loops
 from tests.scan.test_progress import Bars
 
 assert len(jax.devices()) == 8
@@ -270,6 +272,21 @@ for name in one.state:
     np.testing.assert_array_equal(a, b)
 mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 4), ("a", "b"))
 np.testing.assert_array_equal(aejax.linker.many_chains(f, mesh=mesh)(key, 16, starts).outputs, one.outputs)
+
+x0 = at.dscalar("x0")  # a loop whose every chain stops at its own step: a batched predicate
+(doubled, steps), _ = aesara.scan(
+    lambda x, k: ((2 * x, k + 1), until(x > 1000)), outputs_info=[x0, at.constant(0, dtype="int64")], n_steps=100
+)
+g = aesara.function([x0], [doubled[-1], steps[-1]], mode=aejax.linker.mode)
+run = aejax.linker.many_chains(g, mesh=jax.devices())
+split, alone = run(None, 16, starts + 1), aejax.linker.many_chains(g)(None, 16, starts + 1)
+for a, b in zip(split.outputs, alone.outputs):
+    np.testing.assert_array_equal(a, b)
+assert len(set(np.asarray(split.outputs[1]).tolist())) > 3
+assert not any(collectives_in_loops(run.lower(None, 16, starts).compile().as_text()).values())
+chains = jax.sharding.NamedSharding(run.mesh, jax.sharding.PartitionSpec("chains"))
+sharded = jax.jit(jax.vmap(run.graph.fn, in_axes=(None, 0)), in_shardings=(None, chains), out_shardings=chains)
+assert collectives_in_loops(sharded.lower({}, starts).compile().as_text())["all-reduce"] > 0  # what the mesh avoids
 try:
     aejax.linker.many_chains(f, mesh=jax.devices())(key, 12, 0.0)
 except ValueError as error:
