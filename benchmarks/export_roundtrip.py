@@ -4,8 +4,8 @@
 shared generator, a random walk Scan, an ``until`` loop), exports each with
 `aejax.linker.export_graph` for the CPU and the TPU, and saves beside each
 export the arguments and what two successive calls of the compiled function
-return. ``run`` (needs JAX and numpy alone, as on the TPU machine) loads the
-exports as docs/export.md's runner does, calls each twice, passing the new
+return, and a copy of `aejax.linker.loader`. ``run`` (needs JAX and numpy alone, as on the TPU machine)
+loads the exports with that copy, as docs/export.md's runner does, calls each twice, passing the new
 state on, and writes the largest relative error against those values.
 
     python benchmarks/export_roundtrip.py build .device/export_rt
@@ -15,10 +15,9 @@ state on, and writes the largest relative error against those values.
 from __future__ import annotations
 
 import argparse
-import io
 import json
+import shutil
 import sys
-import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,9 +62,10 @@ def graphs() -> dict[str, tuple[Callable[..., Any], list[np.ndarray]]]:
 
 def build(out: Path) -> None:
     """Export every case for the CPU and the TPU, with its arguments and the compiled function's values."""
-    import aejax.linker
+    import aejax.linker.loader
 
     out.mkdir(parents=True, exist_ok=True)
+    shutil.copy(aejax.linker.loader.__file__, out / "loader.py")  # what ``run`` reads the exports with
     for name, (function, args) in graphs().items():
         exported = aejax.linker.export_graph(function, *args, platforms=["cpu", "tpu"])
         (out / f"{name}.aejax").write_bytes(exported.serialize())
@@ -76,20 +76,6 @@ def build(out: Path) -> None:
             values.update({f"call{call}_{i}": np.asarray(value) for i, value in enumerate(outputs)})
         np.savez(out / f"{name}.npz", **values)
         print(f"{name}: {len(args)} argument(s), x64 {exported.x64}")
-
-
-def load(data: bytes) -> tuple[dict, Any, dict[str, np.ndarray]]:
-    """The description, the program and the initial state of a serialized aejax export (docs/export.md)."""
-    from jax import export
-
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        description = json.loads(archive.read("description.json"))
-        program = export.deserialize(bytearray(archive.read("program.bin")))
-        state = {
-            entry["name"]: np.load(io.BytesIO(archive.read(f"state/{k}.npy")))
-            for k, entry in enumerate(description["state"])
-        }
-    return description, program, state
 
 
 def largest_error(program: Any, state: dict, values: Any) -> float:
@@ -109,6 +95,9 @@ def largest_error(program: Any, state: dict, values: Any) -> float:
 def run(folder: Path, out: Path) -> None:
     """Call every export in ``folder`` and write each case's largest relative error to ``out``."""
     import jax
+
+    sys.path.insert(0, str(folder))
+    from loader import load  # aejax.linker.loader, copied by ``build``: it needs JAX and numpy alone
 
     results: dict[str, Any] = {"jax": jax.__version__, "device": str(jax.devices()[0]), "cases": {}}
     for path in sorted(folder.glob("*.aejax")):

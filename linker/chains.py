@@ -129,25 +129,30 @@ class ManyChains:
         keys = jax.random.split(key, len(self._impls))
         return {name: as_impl(k, impl) for (name, impl), k in zip(self._impls.items(), keys)}
 
-    def __call__(self, key: Any, n_chains: int, *inputs: Any, state: State | None = None) -> ChainRun:
+    def __call__(
+        self, key: Any, n_chains: int, *inputs: Any, state: State | None = None, chains: slice | None = None
+    ) -> ChainRun:
         with running_in(self.x64):
-            program, arguments = self._prepared(key, n_chains, inputs, state)
+            program, arguments = self._prepared(key, n_chains, inputs, state, chains)
             (outputs, new_state), failures = program(*arguments)
             raise_failed_check(failures)
         return ChainRun(outputs, new_state)
 
-    def lower(self, key: Any, n_chains: int, *inputs: Any, state: State | None = None) -> jax.stages.Lowered:
+    def lower(
+        self, key: Any, n_chains: int, *inputs: Any, state: State | None = None, chains: slice | None = None
+    ) -> jax.stages.Lowered:
         """The program that a call of these arguments runs, lowered (``.as_text()``, ``.compile().as_text()``), not run."""
         with running_in(self.x64):
-            program, arguments = self._prepared(key, n_chains, inputs, state)
+            program, arguments = self._prepared(key, n_chains, inputs, state, chains)
             return program.lower(*arguments)
 
     def _prepared(
-        self, key: Any, n_chains: int, inputs: tuple[Any, ...], state: State | None
+        self, key: Any, n_chains: int, inputs: tuple[Any, ...], state: State | None, chains: slice | None
     ) -> tuple[Any, tuple[Any, State, tuple[Any, ...]]]:
         """The jitted program of a call and its arguments, checked and placed: ``(program, (key, state, inputs))``."""
         n_chains = chain_count(n_chains)
-        self._check_mesh(n_chains)
+        span = chain_span(chains, n_chains)
+        self._check_mesh(span[1] - span[0])
         given = self._given_state(state or {}, n_chains)
         derived = tuple(name for name in self._impls if name not in given)
         key = self._key(key, derived)
@@ -157,8 +162,9 @@ class ManyChains:
         values = {name: value for name, (value, _) in given.items()}
         values.update({name: self._current(name) for name in self.names if name not in given and name not in derived})
         state_axes.update({name: None for name in values if name not in state_axes})
-        arguments = self._placed((key, values, tuple(inputs)), (None, state_axes, input_axes))
-        return self._program(n_chains, derived, impl, tuple(sorted(state_axes.items())), input_axes), arguments
+        axes = (None, state_axes, input_axes)
+        arguments = self._placed(rows_of((key, values, tuple(inputs)), axes, span, n_chains), axes)
+        return self._program(n_chains, span, derived, impl, tuple(sorted(state_axes.items())), input_axes), arguments
 
     def store(self, state: State, chain: int) -> None:
         """Write chain ``chain``'s entries of ``state`` (a `ChainRun`'s, all entries or some) into the shared variables.
@@ -247,6 +253,7 @@ class ManyChains:
     def _program(
         self,
         n_chains: int,
+        span: tuple[int, int],
         derived: tuple[str, ...],
         impl: Any,
         state_axes: tuple[tuple[str, int | None], ...],
@@ -254,17 +261,19 @@ class ManyChains:
     ) -> Any:
         """The jitted program of one kind of call: ``program(key, state, inputs) -> ((outputs, new_state), failures)``.
 
+        It runs chains ``span[0] .. span[1] - 1`` of ``n_chains``;
         ``failures`` holds each chain's failure code (`JaxGraph.checked_fn`);
         ``impl`` is the key's implementation (``None`` without a key).
         """
-        signature = (n_chains, derived, impl, state_axes, input_axes)
+        signature = (n_chains, span, derived, impl, state_axes, input_axes)
         if signature not in self._programs:
-            self._programs[signature] = self._compiled(n_chains, derived, impl, dict(state_axes), input_axes)
+            self._programs[signature] = self._compiled(n_chains, span, derived, impl, dict(state_axes), input_axes)
         return self._programs[signature]
 
     def _compiled(
         self,
         n_chains: int,
+        span: tuple[int, int],
         derived: tuple[str, ...],
         impl: Any,
         state_axes: dict[str, int | None],
@@ -291,7 +300,7 @@ class ManyChains:
             if not derived:
                 return block(None, state, inputs)
             key = key if is_key(key) else jax.random.wrap_key_data(key, impl=impl)
-            return block(jax.random.split(key, n_chains), state, inputs)
+            return block(jax.random.split(key, n_chains)[span[0] : span[1]], state, inputs)
 
         return jax.jit(program)
 
@@ -359,6 +368,27 @@ def chain_count(n_chains: Any) -> int:
     if n_chains < 1:
         raise ValueError(f"n_chains must be at least 1, not {n_chains}")
     return int(n_chains)
+
+
+def chain_span(chains: slice | None, n_chains: int) -> tuple[int, int]:
+    """The chains ``chains`` selects of ``n_chains`` as ``(start, stop)``: all for ``None``; `TypeError` or
+    `ValueError` for anything but a non-empty slice of step 1."""
+    if chains is None:
+        return 0, n_chains
+    if not isinstance(chains, slice) or chains.step not in (None, 1):
+        raise TypeError(f"chains= takes a slice of step 1 of the run's chains, e.g. slice(0, 8), not {chains!r}")
+    start, stop, _ = chains.indices(n_chains)
+    if stop <= start:
+        raise ValueError(f"chains={chains!r} selects no chain of n_chains={n_chains}")
+    return start, stop
+
+
+def rows_of(arguments: Any, axes: Any, span: tuple[int, int], n_chains: int) -> Any:
+    """``arguments`` with each per-chain value (chain axis 0 in ``axes``) cut to the rows of ``span``."""
+    if span == (0, n_chains):
+        return arguments
+    cut = lambda axis, value: value if axis is None else value[span[0] : span[1]]
+    return jax.tree.map(cut, axes, arguments, is_leaf=lambda a: a is None)
 
 
 def chain_axis(what: str, value: Any, ndim: int, n_chains: int) -> int | None:

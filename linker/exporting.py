@@ -78,18 +78,11 @@ from aejax.linker.call.precision import program_x64, running_in
 from aejax.linker.chains import is_key
 from aejax.linker.errors import LoweringError, variable_name
 from aejax.linker.export import JaxGraph, State, exported
+from aejax.linker.loader import DESCRIPTION, FORMAT, PROGRAM, VERSION, load, state_member
 from aejax.linker.program.static_inputs import is_integer_scalar
 
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
 """The platforms a graph can be exported for (JAX's names)."""
-
-FORMAT = "aejax-export"
-"""The ``format`` entry of a serialized `ExportedGraph`'s description."""
-
-VERSION = 1
-"""The version of that format that this module writes and reads."""
-
-DESCRIPTION, PROGRAM = "description.json", "program.bin"
 
 CHAINS = "chains"
 """The name to give ``chains=`` for a symbolic number of chains (any name of a dimension will do)."""
@@ -185,18 +178,14 @@ class ExportedGraph:
             archive.writestr(DESCRIPTION, json.dumps(self.description(), indent=1))
             archive.writestr(PROGRAM, bytes(self.exported.serialize()))
             for index, value in enumerate(self.state.values()):
-                archive.writestr(f"state/{index}.npy", npy_bytes(value))
+                archive.writestr(state_member(index), npy_bytes(value))
         return buffer.getvalue()
 
     @classmethod
     def deserialize(cls, data: bytes) -> ExportedGraph:
         """The `ExportedGraph` that `serialize` wrote into ``data``; `ValueError` if ``data`` is not one."""
         try:
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                description = json.loads(archive.read(DESCRIPTION))
-                check_description(description)
-                program = jax.export.deserialize(bytearray(archive.read(PROGRAM)))
-                values = [np.load(io.BytesIO(archive.read(f"state/{k}.npy"))) for k in range(len(description["state"]))]
+            description, program, state = load(data)
         except (zipfile.BadZipFile, KeyError) as error:
             raise ValueError(
                 f"the data is not a serialized aejax export (a zip archive with {DESCRIPTION}, {PROGRAM} and "
@@ -207,7 +196,7 @@ class ExportedGraph:
             exported=program,
             inputs=tuple(entry["name"] for entry in description["inputs"]),
             outputs=tuple(entry["name"] for entry in description["outputs"]),
-            state={entry["name"]: value for entry, value in zip(entries, values)},
+            state=state,
             keys={entry["name"]: entry["key_impl"] for entry in entries if "key_impl" in entry},
             x64=description["x64"],
             chains=description.get("chains"),
@@ -461,14 +450,3 @@ def npy_bytes(value: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, value, allow_pickle=False)
     return buffer.getvalue()
-
-
-def check_description(description: Any) -> None:
-    """`ValueError` unless ``description`` is that of this module's `FORMAT` and `VERSION`."""
-    if not isinstance(description, dict) or description.get("format") != FORMAT:
-        raise ValueError(f"{DESCRIPTION} does not describe an aejax export (its format is not {FORMAT!r})")
-    if description.get("version") != VERSION:
-        raise ValueError(
-            f"the export is of version {description.get('version')!r} of {FORMAT!r}; this aejax reads version "
-            f"{VERSION}: export the graph again with this aejax"
-        )

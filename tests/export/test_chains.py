@@ -13,7 +13,7 @@ from aesara.tensor.random.utils import RandomStream
 from jax.experimental import disable_x64
 
 import aejax.linker
-from aejax.linker import ChainRun, many_chains
+from aejax.linker import ChainRun, loader, many_chains
 from aejax.linker.chains import raise_failed_check
 from aejax.linker.checks import CHECKS, PASSED
 from aejax.linker.export import exported, state_names
@@ -236,6 +236,38 @@ def test_a_bad_argument_is_named_and_changes_nothing(change, error, match):
     assert shared_values(f) == before
 
 
+def test_a_slice_of_a_run_draws_its_chains_of_the_whole_run():
+    """``chains=slice(a, b)`` runs chains a .. b - 1 of the run, with their own keys: a farm of such calls is the run."""
+    f = walk_function()
+    run = many_chains(f)
+    key, starts = jax.random.key(5), np.arange(8.0)
+    whole = run(key, 8, starts)
+    parts = [run(key, 8, starts, chains=part) for part in (slice(0, 3), slice(3, 8))]
+    np.testing.assert_array_equal(np.concatenate([p.outputs for p in parts]), whole.outputs)
+    for name in whole.state:
+        glued = np.concatenate([np.asarray(p.gathered().state[name]) for p in parts])
+        np.testing.assert_array_equal(glued, whole.gathered().state[name])
+    assert parts[1].outputs.shape == (5, STEPS)
+    with pytest.raises(ValueError, match=r"chains=slice\(5, 5, None\) selects no chain of n_chains=8"):
+        run(key, 8, starts, chains=slice(5, 5))
+    with pytest.raises(TypeError, match="chains= takes a slice of step 1"):
+        run(key, 8, starts, chains=slice(0, 8, 2))
+
+
+def test_an_exported_chain_run_in_shares_with_the_loaders_keys_draws_the_run():
+    """Workers without Aesara (`aejax.linker.loader`) running shares of an export of ``chains=`` draw the run."""
+    f = walk_function()
+    key, starts = jax.random.key(5), np.arange(8.0)
+    whole = many_chains(f)(key, 8, starts)
+    description, program, state = loader.load(aejax.linker.export_graph(f, None, chains="chains").serialize())
+    shares = []
+    for start, stop in ((0, 3), (3, 8)):
+        shared = {name: np.broadcast_to(value, (stop - start, *np.shape(value))) for name, value in state.items()}
+        outputs, _ = program.call({**shared, **loader.chain_keys(description, key, 8, start, stop)}, starts[start:stop])
+        shares.append(np.asarray(outputs))
+    np.testing.assert_array_equal(np.concatenate(shares), whole.outputs)
+
+
 def test_what_many_chains_takes():
     with pytest.raises(TypeError, match="compiled with aesara.function"):
         many_chains(lambda x: x)
@@ -287,6 +319,17 @@ assert not any(collectives_in_loops(run.lower(None, 16, starts).compile().as_tex
 chains = jax.sharding.NamedSharding(run.mesh, jax.sharding.PartitionSpec("chains"))
 sharded = jax.jit(jax.vmap(run.graph.fn, in_axes=(None, 0)), in_shardings=(None, chains), out_shardings=chains)
 assert collectives_in_loops(sharded.lower({}, starts).compile().as_text())["all-reduce"] > 0  # what the mesh avoids
+
+exported = aejax.linker.export_graph(g, None, chains="chains")  # as docs/many_chains.md runs it on a mesh
+jax.config.update("jax_enable_x64", exported.x64)  # as a runner of exports does (docs/export.md)
+mesh = jax.sharding.Mesh(np.array(jax.devices()), ("chains",))
+blocks = jax.shard_map(exported.call, mesh=mesh, in_specs=jax.sharding.PartitionSpec("chains"),
+                       out_specs=jax.sharding.PartitionSpec("chains"))
+per_device = jax.jit(blocks)
+outputs, _ = per_device({}, starts + 1)
+for a, b in zip(outputs, alone.outputs):
+    np.testing.assert_array_equal(a, b)
+assert not any(collectives_in_loops(per_device.lower({}, starts + 1).compile().as_text()).values())
 try:
     aejax.linker.many_chains(f, mesh=jax.devices())(key, 12, 0.0)
 except ValueError as error:

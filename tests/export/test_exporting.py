@@ -4,6 +4,7 @@ that cannot import Aesara or aejax, against the compiled function and Aesara's r
 import io
 import json
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -17,7 +18,7 @@ import pytest
 from aesara.scan.utils import until
 from aesara.tensor.random.utils import RandomStream
 
-from aejax.linker import CallbackWarning, ExportedGraph, LoweringError, export_graph, jaxify
+from aejax.linker import CallbackWarning, ExportedGraph, LoweringError, export_graph, jaxify, loader
 from aejax.linker.exporting import CHAINS, FORMAT
 from tests.python_ops import PythonDouble
 from tests.reference import REFERENCE
@@ -114,6 +115,7 @@ def test_the_documented_runner_runs_an_export_where_aesara_and_aejax_cannot_be_i
     xs = [np.arange(4.0), np.linspace(0.0, 1.0, 7)]
     np.savez(tmp_path / "inputs.npz", x0=xs[0], x1=xs[1])
     script = RUN_WITHOUT_AESARA.format(runner=runner_code())
+    shutil.copy(loader.__file__, tmp_path / "loader.py")  # as the docs say
     args = [str(tmp_path / name) for name in ("model.aejax", "inputs.npz", "outputs.npz")]
     done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -301,7 +303,8 @@ def test_bytes_that_are_not_an_export_say_so():
 
 def test_the_docs_examples_run_as_written(tmp_path):
     blocks = re.findall(r"^```python\n(.*?)^```", DOCS.read_text(), re.MULTILINE | re.DOTALL)
-    assert len(blocks) == 4 and "def load(data)" in runner_code()
+    assert len(blocks) == 4 and "from loader import load" in runner_code()
+    shutil.copy(loader.__file__, tmp_path / "loader.py")
     checks = "assert len(outputs) == 3 and description['x64'] and chain_outputs.shape == (8, 3)"
     script = "\n".join([*blocks, checks])
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
