@@ -17,6 +17,7 @@ platform alone, counted while building.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import shutil
@@ -36,6 +37,7 @@ import numpy as np
 from jax import export as jax_export
 from jax import lax
 from jax.experimental import disable_x64
+from jax.sharding import Mesh, PartitionSpec
 
 CHAIN_COUNTS = (1, 64, 1024, 8192)
 TRANSITIONS = 200
@@ -202,7 +204,20 @@ def numpyro_program(target: Target, transitions: int) -> ChainProgram:
     return ChainProgram(target, "numpyro", batched, keys, setup.dims, transitions, setup.step_size, setup.seed)
 
 
-BUILDERS = {"aejax": aejax_program, "numpyro": numpyro_program}
+def aejax_mesh_program(target: Target, transitions: int) -> ChainProgram:
+    """`aejax_program` as `aejax.linker.many_chains` runs it on a mesh: ``jax.shard_map`` of the chains over a mesh
+    of one device (one TPU chip), each device its own block of chains; to compare with `aejax_program` (issue #48)."""
+    program = aejax_program(target, transitions)
+
+    def batched(platforms: Sequence[str]) -> ChainsFunction:
+        mesh = Mesh(np.array(jax.devices()[:1]), ("chains",))
+        chains = PartitionSpec("chains")
+        return jax.shard_map(program.batched(platforms), mesh=mesh, in_specs=chains, out_specs=chains, check_vma=False)
+
+    return dataclasses.replace(program, implementation="aejax_mesh", batched=batched)
+
+
+BUILDERS = {"aejax": aejax_program, "aejax_mesh": aejax_mesh_program, "numpyro": numpyro_program}
 
 
 def make_programs(
@@ -454,7 +469,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     build_parser = commands.add_parser("build", help="export the programs into a folder")
     build_parser.add_argument("--out", type=Path, required=True)
     build_parser.add_argument("--targets", nargs="+", choices=list(TARGETS), default=list(TARGETS))
-    build_parser.add_argument("--implementations", nargs="+", choices=IMPLEMENTATIONS, default=list(IMPLEMENTATIONS))
+    build_parser.add_argument("--implementations", nargs="+", choices=list(BUILDERS), default=list(IMPLEMENTATIONS))
     build_parser.add_argument("--chains", nargs="+", type=int, default=list(CHAIN_COUNTS))
     build_parser.add_argument("--transitions", type=int, default=TRANSITIONS)
     build_parser.set_defaults(run=build)

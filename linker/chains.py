@@ -2,7 +2,7 @@
 
 `many_chains` takes a function compiled with aejax's mode (or the `JaxGraph`
 of `jaxify`) and returns a `ManyChains`, called as
-``run(key, n_chains, *inputs, state=None)``. The call runs the graph once per
+``run(key, n_chains, *inputs, state=None, chains=None)``. The call runs the graph once per
 chain, vectorized (``jax.vmap`` in one ``jax.jit`` program), and returns a
 `ChainRun`: the outputs and the new state, each with a leading axis of
 ``n_chains``, the state by the names of the graph's shared variables
@@ -36,12 +36,23 @@ failure code (`JaxGraph.checked_fn`), and a call in which a chain failed one
 raises that check's exception, as Aesara raises it, naming the chains that
 failed it, and returns nothing.
 
-Given a ``mesh`` (a ``jax.sharding.Mesh``, or a list of devices), the chains
-are split across its devices along the chain axis: the program is compiled
-with its outputs sharded that way (``NamedSharding``), per-chain inputs are
-placed so, the rest replicated. The number of chains must then be a multiple
-of the number of devices. Progress bars (`AejaxMode.with_progress`) show one
-bar for all chains and devices.
+Given a ``mesh`` (a ``jax.sharding.Mesh``, or a list of devices), each device
+runs its own block of the chains: the program is ``jax.shard_map`` of the
+vmapped chain over the mesh, so no loop of one device waits for another's
+(with the chain axis merely sharded under ``jax.jit``, XLA would reduce a
+vmapped loop's batched predicate across the devices at every iteration).
+Per-chain arguments are split along the chain axis, the rest replicated; the
+number of chains must be a multiple of the number of devices. A mesh may span
+the processes of JAX's multi-controller runtime (``jax.distributed``): each
+process then runs its own devices' chains, every process must make the same
+call (`aejax.linker.mesh.check_same_in_every_process` refuses, in all of them,
+a key or input that differs), a failed check raises in every process, and
+`ChainRun.gathered` gives every chain's values in each. Progress bars
+(`AejaxMode.with_progress`) show one bar for all chains and devices, in
+process 0.
+
+``chains=slice(a, b)`` runs chains ``a .. b - 1`` of the run, with the keys
+they have in the whole run: a cluster engine's workers each run a share.
 
 A compiled function's chains run in its precision (``function.x64``,
 `aejax.linker.call.precision`); a `JaxGraph`'s in JAX's as the call finds it.
@@ -315,10 +326,11 @@ def many_chains(function: Function | JaxGraph, mesh: Mesh | Sequence[Any] | None
     """``function`` (compiled with aejax's mode, or a `JaxGraph`) as a function of a key and a number of chains.
 
     ``run = many_chains(f, mesh=jax.devices())``, then
-    ``run(key, n_chains, *inputs, state=None)`` returns a `ChainRun` (see the
-    module docstring for the chains' keys, states and inputs). ``mesh``, a
-    ``jax.sharding.Mesh`` or a list of devices, splits the chains across
-    those devices.
+    ``run(key, n_chains, *inputs, state=None, chains=None)`` returns a
+    `ChainRun` (see the module docstring for the chains' keys, states and
+    inputs). ``mesh``, a ``jax.sharding.Mesh`` or a list of devices (those of
+    several processes too, after ``jax.distributed.initialize()``), gives
+    each device its own block of the chains.
     """
     if isinstance(function, JaxGraph):
         return ManyChains(function, chain_mesh(mesh))
