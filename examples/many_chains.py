@@ -19,13 +19,16 @@ own test target (standard deviations 1 and 2) it gives 0.943 and 1.900 over
 and a TPU alike. Expect standard deviations a few per cent off here too; the
 means agree with the exact ones within Monte Carlo error.
 
-Run: python examples/many_chains.py [--chains N] [--draws N] [--plot]
-(``pip install -e '.[examples]'``; --plot writes docs/many_chains_trace.png)
+Run: python examples/many_chains.py [--chains N] [--draws N] [--plot [PATH]]
+(``pip install -e '.[examples]'``; the trace plot goes to many_chains_trace.png
+in the current directory, or to PATH: ``--plot docs/many_chains_trace.png``
+redraws the README's picture)
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import time
 from pathlib import Path
@@ -40,6 +43,7 @@ from aesara.tensor.random.utils import RandomStream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import figures  # noqa: E402
 import workloads  # noqa: E402
 from timing import yes  # noqa: E402
 
@@ -52,7 +56,8 @@ POINTS = 50
 STEP_SIZE = 0.05
 BURN_IN = 100
 Z = 4.0  # how many Monte Carlo standard errors count as agreeing
-FIGURE = Path(__file__).resolve().parents[1] / "docs" / "many_chains_trace.png"
+FIGURE = "many_chains_trace.png"
+"""Where the trace plot goes unless ``--plot`` says, in the current directory."""
 
 
 def regression_data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -143,28 +148,43 @@ def report(idata: Any, exact: tuple[np.ndarray, np.ndarray]) -> tuple[bool, bool
     return rhat_fine, means_agree
 
 
-def trace_plot(idata: Any, path: Path) -> Path | None:
-    """ArviZ's trace plot of the coefficients, written to ``path``; ``None`` without matplotlib."""
+def trace_plot(idata: Any, path: Path, exact: tuple[np.ndarray, np.ndarray]) -> Path | None:
+    """ArviZ's trace plot of the coefficients with the ``exact`` posterior (means, sds), written to ``path``;
+    ``None`` without matplotlib."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import arviz as az
         import matplotlib.pyplot as plt
+        from matplotlib.lines import Line2D
     except ImportError:
         print("figure: not drawn; pip install '.[examples]' for matplotlib")
         return None
-    axes = az.plot_trace(idata, var_names=["beta"], compact=True, figsize=(9, 3.6))
-    figure = axes.ravel()[0].figure
-    figure.suptitle(f"NUTS (aehmc) on aejax: {idata.posterior.sizes['chain']} chains, one call")
+    chains = idata.posterior.sizes["chain"]
+    density, trace = az.plot_trace(idata, var_names=["beta"], compact=True, combined=True, figsize=(9, 3.6))[0]
+    exact_style = {"color": "black", "ls": "--", "lw": 1.0}
+    for mean, sd in zip(*exact):
+        x = np.linspace(mean - 4 * sd, mean + 4 * sd, 200)
+        density.plot(x, np.exp(-0.5 * ((x - mean) / sd) ** 2) / (sd * np.sqrt(2 * np.pi)), **exact_style)
+        trace.axhline(mean, **exact_style)
+    coefficients = idata.posterior["coefficient"].values
+    handles = [Line2D([], [], color=f"C{k}", label=f"beta[{name}]") for k, name in enumerate(coefficients)]
+    density.legend(handles=[*handles, Line2D([], [], **exact_style, label="exact posterior")], fontsize=8)
+    density.set(title=f"posterior density, {chains} chains pooled", xlabel="coefficient value", ylabel="density")
+    trace.set(title="each chain's draws (exact mean dashed)", xlabel="draw, after burn-in", ylabel="coefficient value")
+    figure = density.figure
+    figure.suptitle(f"NUTS (aehmc) on aejax: {chains} chains, one call")
     figure.tight_layout()
-    figure.savefig(path, dpi=90)
+    png = io.BytesIO()
+    figure.savefig(png, format="png", dpi=90)
     plt.close(figure)
+    figures.small_png(png, path)
     print(f"figure: {path.resolve()}")
     return path
 
 
-def main(chains: int | None = None, draws: int = 1000, figure: Path | str = "many_chains_trace.png") -> dict[str, Any]:
+def main(chains: int | None = None, draws: int = 1000, figure: Path | str = FIGURE) -> dict[str, Any]:
     chains = chains or default_chains()
     print(f"NUTS (aehmc) on an aeppl linear regression: {chains} chains of {draws} draws after {BURN_IN} burn-in")
     print(f"transitions, step size {STEP_SIZE}, all chains in one call of one compiled function on {jax.devices()[0]}.")
@@ -177,7 +197,7 @@ def main(chains: int | None = None, draws: int = 1000, figure: Path | str = "man
     idata = inference_data(result["positions"], result["accepts"])
     result["rhat_fine"], result["means_agree"] = report(idata, result["exact"])
     result["idata"] = idata
-    trace_plot(idata, Path(figure))
+    trace_plot(idata, Path(figure), result["exact"])
     return result
 
 
@@ -185,6 +205,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chains", type=int, help="default: 64 on a CPU, 1024 on an accelerator")
     parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--plot", action="store_true", help=f"write the trace plot to {FIGURE}")
+    parser.add_argument(
+        "--plot", nargs="?", const=FIGURE, default=FIGURE, metavar="PATH", help=f"the trace plot's path ({FIGURE})"
+    )
     args = parser.parse_args()
-    main(args.chains, args.draws, FIGURE if args.plot else "many_chains_trace.png")
+    main(args.chains, args.draws, args.plot)

@@ -21,7 +21,8 @@ aeppl's graph checks that the Bernoulli's probabilities lie in [0, 1]; inside
 a JAX function that check depends on traced values and cannot raise, so aejax
 warns once that it is not checked.
 
-Run: python examples/numpyro_aeppl.py [--plot]   (--plot writes docs/numpyro_aeppl.png; needs matplotlib)
+Run: python examples/numpyro_aeppl.py [--plot [PATH]]   (--plot draws the posteriors, with matplotlib, in
+numpyro_aeppl.png in the current directory, or in PATH)
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ AEPPL = "aeppl + jaxify"
 HAND = "hand-written JAX"
 TRUE_COEFFICIENTS = np.array([1.0, -0.5, 0.25])
 """The coefficients ``workloads.logistic_data`` draws its outcomes with."""
-FIGURE = Path(__file__).resolve().parents[1] / "docs" / "numpyro_aeppl.png"
+FIGURE = "numpyro_aeppl.png"
+"""Where ``--plot`` without a path draws the posteriors, in the current directory."""
 Z = 4.0  # how many Monte Carlo standard errors count as agreeing
 SEED = 0
 
@@ -237,5 +239,7 @@ def main(warmup: int = 500, samples: int = 500, repeats: int = 11, figure: str |
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plot", action="store_true", help=f"draw the posteriors in {FIGURE}")
-    main(figure=FIGURE if parser.parse_args().plot else None)
+    parser.add_argument(
+        "--plot", nargs="?", const=FIGURE, metavar="PATH", help=f"draw the posteriors in PATH (default: {FIGURE})"
+    )
+    main(figure=parser.parse_args().plot)

@@ -19,6 +19,8 @@ DOCS = ROOT / "docs"
 ARCHITECTURE = DOCS / "architecture.md"
 TOUR = "A short tour"
 SHOWN_RESULT = re.compile(r"^(\S.*?)\s+# (array\(.*?\))(;.*)?$")
+AEJAX_WARNINGS_FAIL = 'import warnings\nwarnings.filterwarnings("error", module=r"aejax\\.")\n\n'
+"""Put first in the tour: a warning attributed to aejax's own code (JAX's, given where aejax calls it) fails it."""
 CI_TEST_COMMAND = re.compile(r"^    pip install -e '\.\[test\]' && python -m pytest", re.MULTILINE)
 """What ``.ci/run`` greps README.rst for, and runs."""
 MAX_README_LINES = 220
@@ -237,14 +239,15 @@ def test_benchmark_options_in_the_docs_exist():
     assert [option for option in sorted(options) if f'"{option}"' not in runners] == []
 
 
-def test_tour_code_blocks_run_in_order_in_a_fresh_interpreter(tmp_path):
+def test_tour_code_blocks_run_in_order_in_a_fresh_interpreter_without_a_warning_from_aejax_code(tmp_path):
+    """In a fresh process, as a reader runs it: JAX's ``jax_enable_x64`` off, aejax's own code warns of nothing."""
     blocks = literal_blocks(TOUR)
     python = [code for code in blocks if is_python(code)]
     others = [code for code in blocks if not is_python(code)]
     assert len(python) >= 4
     assert all(code.startswith("[project.entry-points") for code in others), "a tour block is neither Python nor TOML"
     script = tmp_path / "tour.py"
-    script.write_text("\n\n".join(map(with_checked_results, python)) + '\n\nprint("tour done")\n')
+    script.write_text(AEJAX_WARNINGS_FAIL + "\n\n".join(map(with_checked_results, python)) + '\n\nprint("tour done")\n')
     assert script.read_text().count("assert repr(shown") >= 2
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

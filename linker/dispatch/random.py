@@ -21,6 +21,7 @@ import aesara.tensor.random.basic as rv
 import jax
 import jax.numpy as jnp
 import numpy as np
+from aesara.graph.basic import Apply
 from aesara.link.jax.dispatch.random import jax_sample_fn
 from aesara.tensor.random.op import RandomVariable
 
@@ -280,6 +281,12 @@ def batch_shape(op: RandomVariable, size: Any, params: Sequence[Any]) -> tuple[i
     return tuple(np.broadcast_shapes(*batch))
 
 
+def drawn_dtype(node: Apply) -> np.dtype:
+    """The dtype of the draws of random variable ``node`` in the program being traced: its output's, in 32 bits
+    in a program without x64, as JAX would narrow it (asked for a 64-bit dtype there, JAX warns)."""
+    return jax.dtypes.canonicalize_dtype(node.outputs[1].type.dtype)
+
+
 def float_params(dtype: np.dtype, params: Sequence[Any]) -> list[Any]:
     """The parameters of a draw of a float ``dtype`` as arrays of that dtype (others as they are)."""
     if dtype.kind != "f":
@@ -412,10 +419,9 @@ def _random_variable(op: RandomVariable, node: Any = None, **kwargs: Any) -> Cal
     draw = draw_for(op)
     if draw is None:
         return _host_draw(node)
-    dtype = np.dtype(node.outputs[1].type.dtype)
 
     def random_variable(key: Any, size: Any, _dtype: Any, *params: Any) -> tuple[Any, Any]:
-        return hashed_where_traced(draw)(key, batch_shape(op, size, params), dtype, *params)
+        return hashed_where_traced(draw)(key, batch_shape(op, size, params), drawn_dtype(node), *params)
 
     return random_variable
 

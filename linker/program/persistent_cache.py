@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import suppress
 from pathlib import Path
 
 import aesara
@@ -28,6 +29,9 @@ SWITCH = "AEJAX_PERSISTENT_CACHE"
 """The environment variable that turns the cache off when set to ``0``."""
 
 SUBDIRECTORY = "aejax-xla"
+
+NOTE = "README"
+"""A file that keeps the cache folder from being empty (`_made_with_note`)."""
 
 MIN_COMPILE_SECONDS = 0.2
 """The shortest compile kept in aejax's cache directory. With JAX's default (1 s) a NUTS chain whose XLA compile
@@ -57,6 +61,22 @@ def use_persistent_cache() -> None:
         _decided = True
         if os.environ.get(SWITCH, "1") == "0" or jax.config.jax_compilation_cache_dir is not None:
             return
+        _made_with_note(cache_directory())
         jax.config.update("jax_compilation_cache_dir", str(cache_directory()))
         if jax.config.jax_persistent_cache_min_compile_time_secs == JAX_MIN_COMPILE_SECONDS:
             jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+
+
+def _made_with_note(directory: Path) -> None:
+    """Make ``directory`` with `NOTE` in it, so that it is never empty.
+
+    Aesara's module cache removes the empty folders of its compile directory
+    when it looks through it; JAX makes its cache folder empty, and once it is
+    gone JAX warns on every entry it fails to write. A compile directory that
+    cannot be written is left as it is: JAX's cache then only misses.
+    """
+    with suppress(OSError):
+        directory.mkdir(parents=True, exist_ok=True)
+        note = directory / NOTE
+        if not note.exists():
+            note.write_text("JAX's persistent compilation cache, kept here by aejax; delete the folder to clear it.\n")

@@ -27,8 +27,10 @@ Op lowered by code from elsewhere, a value the fingerprint cannot capture);
 a program is saved only if JAX can export it (no callback, no custom call
 without JAX's stability guarantee), runs on one device, and took at least
 JAX's ``jax_persistent_cache_min_compile_time_secs`` to trace and compile.
-``AEJAX_PERSISTENT_CACHE=0`` turns the store off with JAX's cache. Warnings
-given while tracing are not given again when a program is loaded.
+``AEJAX_PERSISTENT_CACHE=0`` turns the store off with JAX's cache. The hint
+keeps the node whose shape each static input decides, so a function whose
+programs are loaded gives the ``ShapeInputWarning`` a traced one would; what
+JAX or another library warns while tracing is not given again on a load.
 """
 
 from __future__ import annotations

@@ -228,6 +228,7 @@ class StaticInputProgram:
         self._warned = False
         self._shape_nodes: dict[int, str] = {}  # static input position -> the node whose shape it decides
         self._first_values: dict[int, Any] = {}  # static input position -> the value of its first program
+        self._announced: set[int] = set()  # static input positions already warned about
         self.shortcut: Shortcut | None = None
         if saved_as is not None and saved_as.found is not None:  # start from what the saving process found out
             self._discovered, shape_nodes = saved_as.found
@@ -342,16 +343,16 @@ class StaticInputProgram:
         """Warn, once per input, when a static input takes a value other than its first program's."""
         for pos in statics:
             first = self._first_values.setdefault(pos, key[pos])
-            if key[pos] == first:
+            if key[pos] == first or pos in self._announced or pos not in self._shape_nodes:
                 continue
-            node = self._shape_nodes.pop(pos, None)  # None once warned
-            if node is not None:
-                warnings.warn(
-                    f"input {variable_name(self.inputs[pos])!r} decides a shape in node {node} and took a new "
-                    f"value ({key[pos]!r} after {first!r}); aejax compiles one JAX program per distinct value of it",
-                    ShapeInputWarning,
-                    stacklevel=caller_stacklevel(),
-                )
+            self._announced.add(pos)
+            warnings.warn(
+                f"input {variable_name(self.inputs[pos])!r} decides a shape in node {self._shape_nodes[pos]} and "
+                f"took a new value ({key[pos]!r} after {first!r}); aejax compiles one JAX program per distinct value "
+                "of it",
+                ShapeInputWarning,
+                stacklevel=caller_stacklevel(),
+            )
 
     def _replace(self, discovered: Discovered) -> None:
         self._discovered = discovered

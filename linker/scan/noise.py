@@ -53,7 +53,15 @@ from aesara.tensor.random.op import RandomVariable
 from jax import lax
 
 from aejax.linker.checks import shapes_only
-from aejax.linker.dispatch.random import SAMPLERS, Standardized, advanced, batch_shape, counted, float_params
+from aejax.linker.dispatch.random import (
+    SAMPLERS,
+    Standardized,
+    advanced,
+    batch_shape,
+    counted,
+    drawn_dtype,
+    float_params,
+)
 from aejax.linker.graph.scan_layout import ScanLayout
 from aejax.linker.trace.lowering import LoweredGraph
 
@@ -83,7 +91,8 @@ class Hoisted:
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self.node.outputs[1].type.dtype)
+        """The dtype of its draws in the program being traced (`drawn_dtype`)."""
+        return drawn_dtype(self.node)
 
     @property
     def params(self) -> list[Variable]:

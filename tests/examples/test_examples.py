@@ -138,6 +138,14 @@ def test_many_chains_example(in_tmp, capsys):
     check_figure(in_tmp, "many_chains_trace.png", out)
 
 
+@pytest.mark.parametrize("name", ["many_chains", "numpyro_aeppl"])
+def test_a_picture_asked_for_without_a_path_goes_to_the_current_directory(name):
+    """Not over a file of the repository (the README's picture is redrawn by giving its path)."""
+    pytest.importorskip("numpyro" if name == "numpyro_aeppl" else "arviz")
+    figure = load(name).FIGURE
+    assert Path(figure).name == str(figure)
+
+
 def test_newton_example(capsys):
     result = load("newton").main(size=1000, max_steps=200, calls=1, with_c=False)
     out = capsys.readouterr().out

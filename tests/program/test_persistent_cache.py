@@ -25,9 +25,12 @@ PROGRAM = textwrap.dedent(
     x = at.dvector("x")
     f = aesara.function([x], (at.exp(x) * 2).sum(), mode="AEJAX")
     f(np.arange(3.0))
+    from aesara.link.c.basic import get_module_cache
+    get_module_cache().refresh()  # Aesara removes the empty folders of its compile directory
     print(json.dumps({
         "jax": jax.config.jax_compilation_cache_dir,
         "ours": str(cache_directory()),
+        "kept": cache_directory().is_dir(),
         "threshold": jax.config.jax_persistent_cache_min_compile_time_secs,
     }))
     """
@@ -59,6 +62,12 @@ def test_programs_are_cached_in_aesaras_compile_directory(tmp_path):
     assert where["jax"] == where["ours"]
     assert Path(where["ours"]).is_relative_to(tmp_path / "aesara")
     assert _entries(where["ours"])
+
+
+def test_the_cache_directory_outlives_aesaras_removal_of_empty_folders_before_its_first_entry(tmp_path):
+    """JAX makes the folder empty; without it, JAX fails to write every entry (with a warning) until it restarts."""
+    where = _run(tmp_path, threshold="1000")  # nothing compiles for that long: no entry
+    assert where["kept"]
 
 
 @pytest.mark.parametrize("how", ["switched off", "chosen by the user"])

@@ -26,6 +26,7 @@ from aesara.graph.op import Op
 from aesara.tensor.random.utils import RandomStream
 
 import aejax.linker  # noqa: F401  (registers the modes)
+from aejax.linker import ShapeInputWarning
 from aejax.linker.graph.fingerprint import NotFingerprintable, graph_fingerprint
 from aejax.linker.program.saved_programs import FORMAT, LARGE_GRAPH, MAGIC, SUBDIRECTORY, ExportingProgram
 
@@ -270,6 +271,30 @@ def test_a_program_whose_small_outputs_leave_packed_is_saved_and_loaded(store_he
     assert "PackedResults" in str(jax.export.deserialize(bytearray(payload)).out_tree)
     assert compiled_and_called() == first and first[:2] == [3.0, 6.0]
     np.testing.assert_allclose(first[2], np.exp(np.arange(3.0)))
+
+
+def test_a_function_given_its_programs_by_the_store_warns_when_a_shape_input_takes_a_new_value(tmp_path, store_here):
+    """The warning follows a trace; a loaded program has none, so the store keeps which node each input sizes."""
+
+    def compiled():
+        n = at.iscalar("n")
+        step = lambda s: (at.arange(n) * s).sum() + 1
+        totals, _ = aesara.scan(step, outputs_info=[at.as_tensor(np.int64(1))], n_steps=3)
+        return aesara.function([n], totals, mode="AEJAX"), aesara.function([n], totals, mode="FAST_COMPILE")
+
+    first, reference = compiled()
+    first(4)
+    with pytest.warns(ShapeInputWarning, match="input 'n' decides a shape"):
+        first(5)
+    saves = {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*") if path.is_file()}
+    assert len(store_here()) == 2
+    second, _ = compiled()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ShapeInputWarning)
+        np.testing.assert_array_equal(second(4), reference(4))
+    with pytest.warns(ShapeInputWarning, match="input 'n' decides a shape"):
+        np.testing.assert_array_equal(second(5), reference(5))
+    assert {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*") if path.is_file()} == saves  # both loaded
 
 
 TWO_DEVICES = textwrap.dedent(
