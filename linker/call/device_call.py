@@ -22,7 +22,7 @@ has its update copied to the host after each call.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import jax
 import numpy as np
@@ -34,9 +34,13 @@ from aejax.linker.call.direct_call import (
     ExactCall,
     Returning,
     argument_filter,
+    program_error,
 )
 from aejax.linker.call.linker import BoundaryValue, DeviceValue
+from aejax.linker.call.precision import run_in
 from aejax.linker.errors import InputValueError, variable_name
+
+_CONFIG = jax.config
 
 
 class JaxArgumentError(InputValueError):
@@ -99,6 +103,13 @@ class DeviceDirectCall(DirectCall):
     def exact_call(self, arguments: Sequence[Any], returning: Returning) -> ExactCall | None:
         return DeviceExactCall.of(self, arguments, returning)
 
+    def failed(self, args: Sequence[Any]) -> NoReturn:
+        """Raise the exception being handled as it is if a ``jax.Array`` is among ``args`` (Aesara's path never
+        sees one: it would have copied it to the host), else as Aesara's path raises it (`DirectCall.failed`)."""
+        if any(isinstance(arg, jax.Array) for arg in args[: self.arity]):
+            raise program_error() from None
+        super().failed(args)
+
 
 class DeviceExactCall(ExactCall):
     """`ExactCall` for ``jax.Array`` (and numpy) arguments, returning the program's ``jax.Array`` outputs.
@@ -151,7 +162,8 @@ class DeviceExactCall(ExactCall):
                 return NOT_EXACT
         if self._shared:
             return self._call_with_shared(args)
-        results = self._program(*args)  # nothing is packed: every output is returned, none as numpy
+        program, x64 = self._program, self._x64
+        results = program(*args) if _CONFIG.jax_enable_x64 is x64 else run_in(x64, program, args)  # none packed
         if self._bare_array:
             return results[0]
         return self._returning.value(self._outputs(results))
@@ -163,10 +175,10 @@ class DeviceExactCall(ExactCall):
         its cells, cheaper than from the instance, and leaves out the checks
         of numpy arguments and shared values.
         """
-        arity, kinds, program = self._arity, self._device_kinds, self._program
+        arity, kinds, program, x64 = self._arity, self._device_kinds, self._program, self._x64
         returned = None if self._bare_array else (self._returning.value, self._outputs)
         if arity == 1 and returned is None:
-            return _one_array_run(program, *kinds[0][1:])
+            return _one_array_run(program, x64, *kinds[0][1:])
 
         def run(args: Sequence[Any]) -> Any:
             if len(args) != arity:
@@ -178,7 +190,7 @@ class DeviceExactCall(ExactCall):
                 aval = arg.aval
                 if aval.dtype is not dtype or aval.shape != shape:
                     return NOT_EXACT
-            results = program(*args)
+            results = program(*args) if _CONFIG.jax_enable_x64 is x64 else run_in(x64, program, args)
             if returned is None:
                 return results[0]
             value, outputs = returned
@@ -197,7 +209,7 @@ def _not_exact(args: Sequence[Any]) -> Any:
     return NOT_EXACT
 
 
-def _one_array_run(program: Callable[..., Any], klass: type, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
+def _one_array_run(program: Callable[..., Any], x64: bool, klass: type, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
     """`DeviceExactCall.run` of a function of one ``jax.Array`` returning one array (``x + 1``): no loop at all."""
 
     def run(args: Sequence[Any]) -> Any:
@@ -206,7 +218,7 @@ def _one_array_run(program: Callable[..., Any], klass: type, dtype: np.dtype, sh
             if type(arg) is klass:
                 aval = arg.aval
                 if aval.dtype is dtype and aval.shape == shape:
-                    return program(arg)[0]
+                    return (program(arg) if _CONFIG.jax_enable_x64 is x64 else run_in(x64, program, args))[0]
         return NOT_EXACT
 
     return run

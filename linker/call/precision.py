@@ -13,21 +13,29 @@ whether its program computes with 64-bit types (`program_x64`):
   integers, float32 accumulators, no float64 operation on a TPU.
 
 A mode asks for another with ``mode.with_x64(True)`` or ``with_x64(False)``
-(`aejax.linker.mode`). Every call of the function runs in its program's
-precision (`AejaxFunction.in_precision`): nothing happens when JAX's effective
-setting (this thread's, else the process's) already is the program's;
-otherwise the whole call, inputs encoded, programs traced and run, outputs
-decoded, runs inside ``jax.experimental.enable_x64(x64)``, which changes
-only this thread's setting, for a few microseconds a call. A program run
-without x64 takes 64-bit host values narrowed to 32 bits by their codecs
-(`aejax.adapters.jax`), and its outputs are decoded to their Types'
-dtypes.
+(`aejax.linker.mode`). The precision is decided once, when the graph is
+compiled, and the calls that run the program keep it, whatever wraps them
+(an `AejaxFunction`, a plain Aesara `Function` of a mode built on aejax's
+linker, a copy, an unpickled function, another thread): the thunk Aesara
+runs (`aejax.linker.call.linker.HostCall`) and the direct calls
+(`aejax.linker.call.direct_call`) compare JAX's effective setting (this
+thread's, else the process's) with the program's, one read of the flag, and
+only when they differ run inside ``jax.experimental.enable_x64(x64)``
+(`running_in`, `run_in`), which changes this thread's setting alone: the
+inputs encoded, the program traced and run, the outputs decoded. JAX's
+compiled programs do not carry the setting themselves: a `jax.jit` function
+called under another one traces and compiles again for it, and an
+ahead-of-time ``Compiled`` one refuses arguments canonicalised without x64
+(a float64 numpy array becomes float32) and converts what its host
+callbacks return with the caller's setting. A program run without x64 takes
+64-bit host values narrowed to 32 bits by their codecs
+(`aejax.adapters.jax`), and its outputs are decoded to their Types' dtypes.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -89,3 +97,14 @@ def running_in(x64: bool | None) -> contextlib.AbstractContextManager[Any]:
     if x64 is None or jax.config.jax_enable_x64 is x64:
         return contextlib.nullcontext()
     return enable_x64(x64)
+
+
+def run_in(x64: bool, program: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """``program(*args)`` run with JAX's effective ``jax_enable_x64`` set to ``x64`` (this thread's).
+
+    A direct call runs its program through it only when the setting differs
+    (one read of the flag first): a call in the program's precision costs no
+    frame.
+    """
+    with enable_x64(x64):
+        return program(*args)
