@@ -26,6 +26,7 @@ from typing import Any, NoReturn
 
 import jax
 import numpy as np
+from jax.experimental import enable_x64
 
 from aejax.linker.call.direct_call import (
     NOT_EXACT,
@@ -37,7 +38,6 @@ from aejax.linker.call.direct_call import (
     program_error,
 )
 from aejax.linker.call.linker import BoundaryValue, DeviceValue
-from aejax.linker.call.precision import run_in
 from aejax.linker.errors import InputValueError, variable_name
 
 _CONFIG = jax.config
@@ -162,8 +162,11 @@ class DeviceExactCall(ExactCall):
                 return NOT_EXACT
         if self._shared:
             return self._call_with_shared(args)
-        program, x64 = self._program, self._x64
-        results = program(*args) if _CONFIG.jax_enable_x64 is x64 else run_in(x64, program, args)  # none packed
+        if _CONFIG.jax_enable_x64 is self._x64:
+            results = self._program(*args)  # nothing is packed: every output is returned, none as numpy
+        else:
+            with enable_x64(self._x64):
+                results = self._program(*args)
         if self._bare_array:
             return results[0]
         return self._returning.value(self._outputs(results))
@@ -190,7 +193,11 @@ class DeviceExactCall(ExactCall):
                 aval = arg.aval
                 if aval.dtype is not dtype or aval.shape != shape:
                     return NOT_EXACT
-            results = program(*args) if _CONFIG.jax_enable_x64 is x64 else run_in(x64, program, args)
+            if _CONFIG.jax_enable_x64 is x64:
+                results = program(*args)
+            else:
+                with enable_x64(x64):
+                    results = program(*args)
             if returned is None:
                 return results[0]
             value, outputs = returned
@@ -218,7 +225,10 @@ def _one_array_run(program: Callable[..., Any], x64: bool, klass: type, dtype: n
             if type(arg) is klass:
                 aval = arg.aval
                 if aval.dtype is dtype and aval.shape == shape:
-                    return (program(arg) if _CONFIG.jax_enable_x64 is x64 else run_in(x64, program, args))[0]
+                    if _CONFIG.jax_enable_x64 is x64:
+                        return program(arg)[0]
+                    with enable_x64(x64):
+                        return program(arg)[0]
         return NOT_EXACT
 
     return run

@@ -31,11 +31,12 @@ from aesara.compile.function.types import Function
 from aesara.link.utils import raise_with_op
 from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from aesara.tensor.type import TensorType
+from jax.experimental import enable_x64
 
 from aejax.adapters import HeldKey, held_key_reader
 from aejax.adapters.resident import ResidentStorage
 from aejax.linker.call.linker import BoundaryValue, HostCall, KeyBoundaryValue, held_value, thunk_node
-from aejax.linker.call.precision import run_in, running_in
+from aejax.linker.call.precision import running_in
 from aejax.linker.errors import rebuildable
 from aejax.linker.program.packing import unpacked
 from aejax.linker.program.static_inputs import Shortcut
@@ -124,16 +125,24 @@ class DirectCall:
     def __call__(self, values: list[Any], returning: Returning) -> Any:
         """What the function returns for the program's arguments ``values`` (`arguments`), after storing the updates.
 
-        The program runs once, in its precision (`aejax.linker.call.precision`);
+        The program runs once, in its precision (`aejax.linker.call.precision`),
+        called from here while the arguments fit the compiled program of the
+        last call (`GraphProgram.shortcut`);
         a failure raises as Aesara's path raises it (`failed`). Every update
         passes its shared variable's filter before any is stored, so a call
         that fails changes nothing.
         """
         call = self.call  # its parts, not the whole: the program is called from here, one layer less per call
         program = call.program
+        shortcut = program.shortcut()
         try:
             with running_in(program.x64):
-                outputs = call.decoded(program(*call.encoded(values)), values)
+                encoded = call.encoded(values)
+                if shortcut is not None and shortcut.fits(encoded):  # a compiled program: called from here too
+                    results = unpacked(shortcut.program(*encoded))
+                else:
+                    results = program(*encoded)
+                outputs = call.decoded(results, values)
         except Exception:
             self.failed(values)
         outputs = self._returned(outputs)
@@ -328,8 +337,11 @@ class ExactCall:
                 return NOT_EXACT
         if self._shared:
             return self._call_with_shared(args)
-        program, x64 = self._program, self._x64
-        results = program(*args) if _CONFIG.jax_enable_x64 is x64 else run_in(x64, program, args)
+        if _CONFIG.jax_enable_x64 is self._x64:
+            results = self._program(*args)
+        else:
+            with enable_x64(self._x64):  # here, not in a function: no frame between the call and its program
+                results = self._program(*args)
         if self._bare_array:  # one output: never packed
             return np.array(results[0])
         return self._returning.value(self._outputs(unpacked(results)))
@@ -345,8 +357,11 @@ class ExactCall:
         advancing = self._enter_keys(values)
         if advancing is None:
             return NOT_EXACT
-        program, x64 = self._program, self._x64
-        results = unpacked(program(*values) if _CONFIG.jax_enable_x64 is x64 else run_in(x64, program, values))
+        if _CONFIG.jax_enable_x64 is self._x64:
+            results = unpacked(self._program(*values))
+        else:
+            with enable_x64(self._x64):
+                results = unpacked(self._program(*values))
         self._store_updates(results, advancing)  # first: a resident variable's old buffer may be donated
         return self._returning.value(self._outputs(results))
 

@@ -21,7 +21,8 @@ runs (`aejax.linker.call.linker.HostCall`) and the direct calls
 (`aejax.linker.call.direct_call`) compare JAX's effective setting (this
 thread's, else the process's) with the program's, one read of the flag, and
 only when they differ run inside ``jax.experimental.enable_x64(x64)``
-(`running_in`, `run_in`), which changes this thread's setting alone: the
+(`running_in`; inline in the exact calls, so that no frame stands between
+the call and its program), which changes this thread's setting alone: the
 inputs encoded, the program traced and run, the outputs decoded. JAX's
 compiled programs do not carry the setting themselves: a `jax.jit` function
 called under another one traces and compiles again for it, and an
@@ -35,7 +36,7 @@ callbacks return with the caller's setting. A program run without x64 takes
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import jax
@@ -97,14 +98,3 @@ def running_in(x64: bool | None) -> contextlib.AbstractContextManager[Any]:
     if x64 is None or jax.config.jax_enable_x64 is x64:
         return contextlib.nullcontext()
     return enable_x64(x64)
-
-
-def run_in(x64: bool, program: Callable[..., Any], args: Sequence[Any]) -> Any:
-    """``program(*args)`` run with JAX's effective ``jax_enable_x64`` set to ``x64`` (this thread's).
-
-    A direct call runs its program through it only when the setting differs
-    (one read of the flag first): a call in the program's precision costs no
-    frame.
-    """
-    with enable_x64(x64):
-        return program(*args)
