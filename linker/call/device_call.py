@@ -79,22 +79,7 @@ def device_argument_filter(container: Any, cell: BoundaryValue) -> Callable[[Any
 
 
 class DeviceDirectCall(DirectCall):
-    """`DirectCall` whose ``jax.Array`` arguments are checked, not filtered into numpy (`device_argument_filter`).
-
-    ``run_exact`` is the `run` of its exact call, or a function returning
-    `NOT_EXACT` while it has none: callers call it with nothing to test first.
-    """
-
-    run_exact: Callable[[Sequence[Any]], Any]
-
-    @property  # type: ignore[override]
-    def exact(self) -> ExactCall | None:
-        return self._exact
-
-    @exact.setter
-    def exact(self, exact: ExactCall | None) -> None:
-        self._exact = exact
-        self.run_exact = _not_exact if exact is None else exact.run
+    """`DirectCall` whose ``jax.Array`` arguments are checked, not filtered into numpy (`device_argument_filter`)."""
 
     @staticmethod
     def argument_filter(container: Any, cell: BoundaryValue) -> Callable[[Any], Any]:
@@ -102,6 +87,11 @@ class DeviceDirectCall(DirectCall):
 
     def exact_call(self, arguments: Sequence[Any], returning: Returning) -> ExactCall | None:
         return DeviceExactCall.of(self, arguments, returning)
+
+    def raises_refusal(self, error: Exception, args: Sequence[Any]) -> bool:
+        """Whether an argument refused with ``error`` raises as it is: a wrong ``jax.Array``, or any ``jax.Array``
+        among ``args``, which Aesara's path would copy to the host and might accept where the device call did not."""
+        return isinstance(error, JaxArgumentError) or any(isinstance(arg, jax.Array) for arg in args)
 
     def failed(self, args: Sequence[Any]) -> NoReturn:
         """Raise the exception being handled as it is if a ``jax.Array`` is among ``args`` (Aesara's path never
@@ -210,10 +200,6 @@ class DeviceExactCall(ExactCall):
         if self._decoders is None:
             return list(results[: self._n_returned])
         return [decode(r) for decode, r in zip(self._decoders, results)]
-
-
-def _not_exact(args: Sequence[Any]) -> Any:
-    return NOT_EXACT
 
 
 def _one_array_run(program: Callable[..., Any], x64: bool, klass: type, dtype: np.dtype, shape: tuple[int, ...]) -> Any:

@@ -75,8 +75,12 @@ class DirectCall:
     """The common call of one `AejaxFunction`: filter, run, store updates, return outputs.
 
     Its ``exact`` attribute is the `ExactCall` for arguments like those of
-    the last call that ran a new program, or ``None``; callers try it first.
+    the last call that ran a new program, or ``None``; ``run_exact`` is that
+    call's `ExactCall.run`, or a function returning `NOT_EXACT` while there
+    is none: callers call it first, with nothing to test.
     """
+
+    run_exact: Callable[[Sequence[Any]], Any]
 
     def __init__(self, function: Function, call: HostCall, arity: int) -> None:
         containers = function.input_storage
@@ -91,11 +95,20 @@ class DirectCall:
             if i.update is not None
         ]
         self.n_returned = len(function.maker.fgraph.outputs) - len(self.updated)
-        self.exact: ExactCall | None = None
+        self.exact = None
         self._exact_for: Shortcut | None = None
         self._fgraph = function.maker.fgraph
         self._node = thunk_node(self._fgraph)
         self._thunk = SimpleNamespace(inputs=[cell.storage for cell in call.program.input_cells])  # all Aesara reads
+
+    @property
+    def exact(self) -> ExactCall | None:
+        return self._exact
+
+    @exact.setter
+    def exact(self, exact: ExactCall | None) -> None:
+        self._exact = exact
+        self.run_exact = _not_exact if exact is None else exact.run
 
     @classmethod
     def of(cls, function: Function) -> DirectCall | None:
@@ -152,6 +165,11 @@ class DirectCall:
             self.exact = self.exact_call(values[: self.arity], returning)
         return returning.value(outputs)
 
+    def raises_refusal(self, error: Exception, args: Sequence[Any]) -> bool:
+        """Whether an argument among ``args`` that its filter refused with ``error`` raises as it is; if not,
+        Aesara's path takes the call and refuses it with its own message (nothing has run)."""
+        return False
+
     def failed(self, args: Sequence[Any]) -> NoReturn:
         """Raise the exception being handled, which running the program on ``args`` raised, as Aesara's path raises it.
 
@@ -192,6 +210,10 @@ class DirectCall:
         for cell, value in updates:
             cell[0] = value
         return outputs[:n]
+
+
+def _not_exact(args: Sequence[Any]) -> Any:
+    return NOT_EXACT
 
 
 class ArgumentKind(NamedTuple):

@@ -38,13 +38,12 @@ from __future__ import annotations
 import copyreg
 from typing import Any
 
-import jax
 import numpy as np
 from aesara import config
 from aesara.compile.function.types import Function, FunctionMaker
 
 from aejax.adapters.resident import taking_storage
-from aejax.linker.call.device_call import DeviceDirectCall, JaxArgumentError
+from aejax.linker.call.device_call import DeviceDirectCall
 from aejax.linker.call.direct_call import NOT_EXACT, DirectCall, Returning
 from aejax.linker.program.collection import collection_paused
 
@@ -86,19 +85,19 @@ class AejaxFunction(Function):
         direct = self._direct
         if direct is None or kwargs or self.profile:
             return super().__call__(*args, **kwargs)
-        exact = direct.exact
-        if exact is not None:
-            try:
-                returned = exact.run(args)
-            except Exception:
-                direct.failed(args)
-            if returned is not NOT_EXACT:
-                return returned
+        try:
+            returned = direct.run_exact(args)
+        except Exception:
+            direct.failed(args)
+        if returned is not NOT_EXACT:
+            return returned
         if len(args) != direct.arity:
             return super().__call__(*args)
         try:
             values = direct.arguments(args, self.trust_input)
-        except Exception:
+        except Exception as error:
+            if direct.raises_refusal(error, args):
+                raise
             return super().__call__(*args)  # nothing ran: Aesara's path refuses the argument with its own messages
         return direct(values, Returning.of(self))
 
@@ -112,28 +111,6 @@ class AejaxDeviceFunction(AejaxFunction):
     """
 
     direct_call = DeviceDirectCall
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        direct = self._direct
-        if direct is None or kwargs or self.profile:
-            return Function.__call__(self, *args, **kwargs)
-        try:
-            returned = direct.run_exact(args)
-        except Exception:
-            direct.failed(args)
-        if returned is not NOT_EXACT:
-            return returned
-        if len(args) != direct.arity:
-            return Function.__call__(self, *args)
-        try:
-            values = direct.arguments(args, self.trust_input)
-        except JaxArgumentError:
-            raise
-        except Exception:
-            if any(isinstance(arg, jax.Array) for arg in args):
-                raise  # Aesara's path would copy the jax.Arrays to the host and run there
-            return Function.__call__(self, *args)
-        return direct(values, Returning.of(self))
 
 
 class AejaxFunctionMaker(FunctionMaker):
