@@ -22,10 +22,11 @@ has its update copied to the host after each call.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import jax
 import numpy as np
+from jax.experimental import enable_x64
 
 from aejax.linker.call.direct_call import (
     NOT_EXACT,
@@ -34,9 +35,12 @@ from aejax.linker.call.direct_call import (
     ExactCall,
     Returning,
     argument_filter,
+    program_error,
 )
 from aejax.linker.call.linker import BoundaryValue, DeviceValue
 from aejax.linker.errors import InputValueError, variable_name
+
+_CONFIG = jax.config
 
 
 class JaxArgumentError(InputValueError):
@@ -75,22 +79,7 @@ def device_argument_filter(container: Any, cell: BoundaryValue) -> Callable[[Any
 
 
 class DeviceDirectCall(DirectCall):
-    """`DirectCall` whose ``jax.Array`` arguments are checked, not filtered into numpy (`device_argument_filter`).
-
-    ``run_exact`` is the `run` of its exact call, or a function returning
-    `NOT_EXACT` while it has none: callers call it with nothing to test first.
-    """
-
-    run_exact: Callable[[Sequence[Any]], Any]
-
-    @property  # type: ignore[override]
-    def exact(self) -> ExactCall | None:
-        return self._exact
-
-    @exact.setter
-    def exact(self, exact: ExactCall | None) -> None:
-        self._exact = exact
-        self.run_exact = _not_exact if exact is None else exact.run
+    """`DirectCall` whose ``jax.Array`` arguments are checked, not filtered into numpy (`device_argument_filter`)."""
 
     @staticmethod
     def argument_filter(container: Any, cell: BoundaryValue) -> Callable[[Any], Any]:
@@ -98,6 +87,18 @@ class DeviceDirectCall(DirectCall):
 
     def exact_call(self, arguments: Sequence[Any], returning: Returning) -> ExactCall | None:
         return DeviceExactCall.of(self, arguments, returning)
+
+    def raises_refusal(self, error: Exception, args: Sequence[Any]) -> bool:
+        """Whether an argument refused with ``error`` raises as it is: a wrong ``jax.Array``, or any ``jax.Array``
+        among ``args``, which Aesara's path would copy to the host and might accept where the device call did not."""
+        return isinstance(error, JaxArgumentError) or any(isinstance(arg, jax.Array) for arg in args)
+
+    def failed(self, args: Sequence[Any]) -> NoReturn:
+        """Raise the exception being handled as it is if a ``jax.Array`` is among ``args`` (Aesara's path never
+        sees one: it would have copied it to the host), else as Aesara's path raises it (`DirectCall.failed`)."""
+        if any(isinstance(arg, jax.Array) for arg in args[: self.arity]):
+            raise program_error() from None
+        super().failed(args)
 
 
 class DeviceExactCall(ExactCall):
@@ -151,7 +152,11 @@ class DeviceExactCall(ExactCall):
                 return NOT_EXACT
         if self._shared:
             return self._call_with_shared(args)
-        results = self._program(*args)  # nothing is packed: every output is returned, none as numpy
+        if _CONFIG.jax_enable_x64 is self._x64:
+            results = self._program(*args)  # nothing is packed: every output is returned, none as numpy
+        else:
+            with enable_x64(self._x64):
+                results = self._program(*args)
         if self._bare_array:
             return results[0]
         return self._returning.value(self._outputs(results))
@@ -163,10 +168,10 @@ class DeviceExactCall(ExactCall):
         its cells, cheaper than from the instance, and leaves out the checks
         of numpy arguments and shared values.
         """
-        arity, kinds, program = self._arity, self._device_kinds, self._program
+        arity, kinds, program, x64 = self._arity, self._device_kinds, self._program, self._x64
         returned = None if self._bare_array else (self._returning.value, self._outputs)
         if arity == 1 and returned is None:
-            return _one_array_run(program, *kinds[0][1:])
+            return _one_array_run(program, x64, *kinds[0][1:])
 
         def run(args: Sequence[Any]) -> Any:
             if len(args) != arity:
@@ -178,7 +183,11 @@ class DeviceExactCall(ExactCall):
                 aval = arg.aval
                 if aval.dtype is not dtype or aval.shape != shape:
                     return NOT_EXACT
-            results = program(*args)
+            if _CONFIG.jax_enable_x64 is x64:
+                results = program(*args)
+            else:
+                with enable_x64(x64):
+                    results = program(*args)
             if returned is None:
                 return results[0]
             value, outputs = returned
@@ -193,11 +202,7 @@ class DeviceExactCall(ExactCall):
         return [decode(r) for decode, r in zip(self._decoders, results)]
 
 
-def _not_exact(args: Sequence[Any]) -> Any:
-    return NOT_EXACT
-
-
-def _one_array_run(program: Callable[..., Any], klass: type, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
+def _one_array_run(program: Callable[..., Any], x64: bool, klass: type, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
     """`DeviceExactCall.run` of a function of one ``jax.Array`` returning one array (``x + 1``): no loop at all."""
 
     def run(args: Sequence[Any]) -> Any:
@@ -206,7 +211,10 @@ def _one_array_run(program: Callable[..., Any], klass: type, dtype: np.dtype, sh
             if type(arg) is klass:
                 aval = arg.aval
                 if aval.dtype is dtype and aval.shape == shape:
-                    return program(arg)[0]
+                    if _CONFIG.jax_enable_x64 is x64:
+                        return program(arg)[0]
+                    with enable_x64(x64):
+                        return program(arg)[0]
         return NOT_EXACT
 
     return run

@@ -20,19 +20,29 @@ generator and key it last saw there (`SharedKey`).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from types import SimpleNamespace
+from typing import Any, NamedTuple, NoReturn
 
+import jax
 import numpy as np
 from aesara.compile.function.types import Function
+from aesara.link.utils import raise_with_op
 from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from aesara.tensor.type import TensorType
+from jax.experimental import enable_x64
 
 from aejax.adapters import HeldKey, held_key_reader
 from aejax.adapters.resident import ResidentStorage
-from aejax.linker.call.linker import BoundaryValue, HostCall, KeyBoundaryValue, held_value
+from aejax.linker.call.linker import BoundaryValue, HostCall, KeyBoundaryValue, held_value, thunk_node
+from aejax.linker.call.precision import running_in
+from aejax.linker.errors import rebuildable
 from aejax.linker.program.packing import unpacked
 from aejax.linker.program.static_inputs import Shortcut
+from aejax.linker.trace.host_failures import raised_on_host
+
+_CONFIG = jax.config
 
 NOT_EXACT = object()
 """What an `ExactCall` returns, having done nothing, for a call the general path must take."""
@@ -65,8 +75,12 @@ class DirectCall:
     """The common call of one `AejaxFunction`: filter, run, store updates, return outputs.
 
     Its ``exact`` attribute is the `ExactCall` for arguments like those of
-    the last call that ran a new program, or ``None``; callers try it first.
+    the last call that ran a new program, or ``None``; ``run_exact`` is that
+    call's `ExactCall.run`, or a function returning `NOT_EXACT` while there
+    is none: callers call it first, with nothing to test.
     """
+
+    run_exact: Callable[[Sequence[Any]], Any]
 
     def __init__(self, function: Function, call: HostCall, arity: int) -> None:
         containers = function.input_storage
@@ -81,8 +95,20 @@ class DirectCall:
             if i.update is not None
         ]
         self.n_returned = len(function.maker.fgraph.outputs) - len(self.updated)
-        self.exact: ExactCall | None = None
+        self.exact = None
         self._exact_for: Shortcut | None = None
+        self._fgraph = function.maker.fgraph
+        self._node = thunk_node(self._fgraph)
+        self._thunk = SimpleNamespace(inputs=[cell.storage for cell in call.program.input_cells])  # all Aesara reads
+
+    @property
+    def exact(self) -> ExactCall | None:
+        return self._exact
+
+    @exact.setter
+    def exact(self, exact: ExactCall | None) -> None:
+        self._exact = exact
+        self.run_exact = _not_exact if exact is None else exact.run
 
     @classmethod
     def of(cls, function: Function) -> DirectCall | None:
@@ -99,22 +125,68 @@ class DirectCall:
             return None
         return cls(function, HostCall(program, function.maker.fgraph.update_mapping), arity)
 
-    def __call__(self, args: Sequence[Any], returning: Returning, trusted: bool = False) -> Any:
-        """What the function returns for positional ``args`` (filtered unless ``trusted``), after storing the updates.
+    def arguments(self, args: Sequence[Any], trusted: bool = False) -> list[Any]:
+        """The program's arguments for positional ``args``: each filtered (unless ``trusted``), then the shared values.
 
-        Every update passes its shared variable's filter before any is stored,
-        so a call that fails changes nothing.
+        Raises what a filter raises, before anything runs.
         """
         values = list(args) if trusted else [filter(arg) for filter, arg in zip(self._filters, args)]
         if self.shared:
             values += [held_value(cell) for cell in self.shared]
+        return values
+
+    def __call__(self, values: list[Any], returning: Returning) -> Any:
+        """What the function returns for the program's arguments ``values`` (`arguments`), after storing the updates.
+
+        The program runs once, in its precision (`aejax.linker.call.precision`),
+        called from here while the arguments fit the compiled program of the
+        last call (`GraphProgram.shortcut`);
+        a failure raises as Aesara's path raises it (`failed`). Every update
+        passes its shared variable's filter before any is stored, so a call
+        that fails changes nothing.
+        """
         call = self.call  # its parts, not the whole: the program is called from here, one layer less per call
-        outputs = self._returned(call.decoded(call.program(*call.encoded(values)), values))
-        shortcut = self.call.program.shortcut()
+        program = call.program
+        shortcut = program.shortcut()
+        try:
+            with running_in(program.x64):
+                encoded = call.encoded(values)
+                if shortcut is not None and shortcut.fits(encoded):  # a compiled program: called from here too
+                    results = unpacked(shortcut.program(*encoded))
+                else:
+                    results = program(*encoded)
+                outputs = call.decoded(results, values)
+        except Exception:
+            self.failed(values)
+        outputs = self._returned(outputs)
+        shortcut = program.shortcut()
         if shortcut is not self._exact_for:  # a new program ran: the exact call is now one for its arguments
             self._exact_for = shortcut
             self.exact = self.exact_call(values[: self.arity], returning)
         return returning.value(outputs)
+
+    def raises_refusal(self, error: Exception, args: Sequence[Any]) -> bool:
+        """Whether an argument among ``args`` that its filter refused with ``error`` raises as it is; if not,
+        Aesara's path takes the call and refuses it with its own message (nothing has run)."""
+        return False
+
+    def failed(self, args: Sequence[Any]) -> NoReturn:
+        """Raise the exception being handled, which running the program on ``args`` raised, as Aesara's path raises it.
+
+        Aesara's `Function` holds the filtered arguments in its input storage
+        while its thunk runs, and a failure of the thunk is re-raised with the
+        node Aesara files it under and the values of that storage
+        (`raise_with_op`): so here, without running the program a second time.
+        """
+        error = program_error()
+        for container, filter, arg in zip(self.explicit, self._filters, args):
+            container.storage[0] = filter(arg)
+        kept = rebuildable(error)  # as the thunk keeps it (`JAXCodecLinker.create_jitable_thunk`)
+        if kept is not error:
+            kept.__cause__ = error
+        if self._node is None:
+            raise kept
+        raise_with_op(self._fgraph, self._node, self._thunk, (type(kept), kept, error.__traceback__))
 
     @staticmethod
     def argument_filter(container: Any, cell: BoundaryValue) -> Callable[[Any], Any]:
@@ -138,6 +210,10 @@ class DirectCall:
         for cell, value in updates:
             cell[0] = value
         return outputs[:n]
+
+
+def _not_exact(args: Sequence[Any]) -> Any:
+    return NOT_EXACT
 
 
 class ArgumentKind(NamedTuple):
@@ -217,6 +293,7 @@ class ExactCall:
         resident_updates: list[tuple[int, ResidentStorage]],
     ) -> None:
         self._program = program
+        self._x64 = direct.call.program.x64
         self._arity = direct.arity
         self._n_returned = direct.n_returned
         self._returning = returning
@@ -282,7 +359,11 @@ class ExactCall:
                 return NOT_EXACT
         if self._shared:
             return self._call_with_shared(args)
-        results = self._program(*args)
+        if _CONFIG.jax_enable_x64 is self._x64:
+            results = self._program(*args)
+        else:
+            with enable_x64(self._x64):  # here, not in a function: no frame between the call and its program
+                results = self._program(*args)
         if self._bare_array:  # one output: never packed
             return np.array(results[0])
         return self._returning.value(self._outputs(unpacked(results)))
@@ -298,7 +379,11 @@ class ExactCall:
         advancing = self._enter_keys(values)
         if advancing is None:
             return NOT_EXACT
-        results = unpacked(self._program(*values))
+        if _CONFIG.jax_enable_x64 is self._x64:
+            results = unpacked(self._program(*values))
+        else:
+            with enable_x64(self._x64):
+                results = unpacked(self._program(*values))
         self._store_updates(results, advancing)  # first: a resident variable's old buffer may be donated
         return self._returning.value(self._outputs(results))
 
@@ -387,6 +472,16 @@ def _array_updates(
         else:
             return None
     return host, resident
+
+
+def program_error() -> BaseException:
+    """The exception being handled, raised by a program: the one recorded on the host if a callback failed it.
+
+    As `GraphProgram` raises it: a direct call may have run the compiled program itself.
+    """
+    error = sys.exc_info()[1]
+    original = raised_on_host(error) if isinstance(error, jax.errors.JaxRuntimeError) else None
+    return error if original is None else original
 
 
 def update_filter(container: Any) -> Callable[[Any], Any]:

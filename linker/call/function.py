@@ -12,14 +12,14 @@ its variable's filter); once a call has run, arguments exactly like its own
 take the `ExactCall`, which checks them and runs the program with nothing
 else to do (`aejax.linker.call.direct_call`). Anything else (keywords, defaults, ``output_subset``)
 goes through Aesara's own `Function.__call__`, and so does a direct call that
-fails (a bad argument, a failed check): it has stored nothing, and Aesara's
-path gives its usual behaviour and messages.
+is given an argument its filter refuses: nothing has run, and Aesara's path
+gives its usual behaviour and messages.
 
-Every call, whichever of these paths it takes, runs in the precision of the
-function's program (`aejax.linker.call.precision`): ``__call__`` first
-compares JAX's effective ``jax_enable_x64`` with it and, only when they
-differ, runs the whole call inside ``jax.experimental.enable_x64``
-(`AejaxFunction.in_precision`).
+A call runs its program once: a direct call whose program fails (a failed
+check, a host callback that raised) raises what Aesara's path would raise
+for it (`DirectCall.failed`), without running it again. The program runs in
+its own precision whichever path the call takes
+(`aejax.linker.call.precision`).
 
 Aesara finds this class through the mode's ``function_maker`` attribute
 (`aesara.compile.function.types.orig_function` looks it up), so nothing of
@@ -38,25 +38,21 @@ from __future__ import annotations
 import copyreg
 from typing import Any
 
-import jax
 import numpy as np
 from aesara import config
 from aesara.compile.function.types import Function, FunctionMaker
 
 from aejax.adapters.resident import taking_storage
-from aejax.linker.call.device_call import DeviceDirectCall, JaxArgumentError
+from aejax.linker.call.device_call import DeviceDirectCall
 from aejax.linker.call.direct_call import NOT_EXACT, DirectCall, Returning
-from aejax.linker.call.precision import running_in
 from aejax.linker.program.collection import collection_paused
-
-_CONFIG = jax.config
 
 
 class AejaxFunction(Function):
     """A compiled AEJAX function; see the module docstring for what its calls skip.
 
-    ``x64`` is the precision of its program (`aejax.linker.call.precision`):
-    each call runs with JAX's ``jax_enable_x64`` set to it.
+    ``x64`` is the precision of its program (`aejax.linker.call.precision`),
+    which its calls keep whatever JAX's ``jax_enable_x64`` is.
     """
 
     direct_call = DirectCall
@@ -86,32 +82,24 @@ class AejaxFunction(Function):
         return copyreg.dispatch_table[Function](self)  # pickled as Aesara pickles its functions
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _CONFIG.jax_enable_x64 is not self.x64 and self.x64 is not None:
-            return self.in_precision(args, kwargs)
         direct = self._direct
         if direct is None or kwargs or self.profile:
             return super().__call__(*args, **kwargs)
         try:
-            exact = direct.exact
-            if exact is not None:
-                returned = exact.run(args)
-                if returned is not NOT_EXACT:
-                    return returned
-            if len(args) == direct.arity:
-                return direct(args, Returning.of(self), self.trust_input)
+            returned = direct.run_exact(args)
         except Exception:
-            return super().__call__(*args)  # nothing was stored: Aesara's path raises with its own messages
-        return super().__call__(*args)
-
-    def in_precision(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The call with ``args`` and ``kwargs``, run with JAX's ``jax_enable_x64`` set to the program's (this thread's).
-
-        Each class's ``__call__`` hands a call here, first thing, when JAX's
-        effective setting is not the program's: the whole call, whichever
-        path it takes, then runs in the program's precision.
-        """
-        with running_in(self.x64):
-            return self(*args, **kwargs)
+            direct.failed(args)
+        if returned is not NOT_EXACT:
+            return returned
+        if len(args) != direct.arity:
+            return super().__call__(*args)
+        try:
+            values = direct.arguments(args, self.trust_input)
+        except Exception as error:
+            if direct.raises_refusal(error, args):
+                raise
+            return super().__call__(*args)  # nothing ran: Aesara's path refuses the argument with its own messages
+        return direct(values, Returning.of(self))
 
 
 class AejaxDeviceFunction(AejaxFunction):
@@ -123,29 +111,6 @@ class AejaxDeviceFunction(AejaxFunction):
     """
 
     direct_call = DeviceDirectCall
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _CONFIG.jax_enable_x64 is not self.x64 and self.x64 is not None:
-            return self.in_precision(args, kwargs)
-        direct = self._direct
-        if direct is None or kwargs or self.profile:
-            return Function.__call__(self, *args, **kwargs)
-        try:
-            try:
-                returned = direct.run_exact(args)
-            except Exception:
-                returned = NOT_EXACT  # the general path runs the call again and raises as it does
-            if returned is not NOT_EXACT:
-                return returned
-            if len(args) == direct.arity:
-                return direct(args, Returning.of(self), self.trust_input)
-        except JaxArgumentError:
-            raise
-        except Exception:
-            if any(isinstance(arg, jax.Array) for arg in args):
-                raise  # Aesara's path would copy the jax.Arrays to the host and run there
-            return Function.__call__(self, *args)
-        return Function.__call__(self, *args)
 
 
 class AejaxFunctionMaker(FunctionMaker):

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from aesara.compile.ops import DeepCopyOp, ViewOp
-from aesara.graph.basic import Constant, Variable
+from aesara.graph.basic import Apply, Constant, Variable
 from aesara.link.basic import JITLinker
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
@@ -296,7 +296,9 @@ class HostCall:
         self._decoders = [(None, None) if i in in_place else cell.decoder for i, cell in enumerate(cells)]
 
     def __call__(self, host_values: Sequence[Any]) -> list[Any]:
-        return self.decoded(self.program(*self.encoded(host_values)), host_values)
+        """The host values of the outputs for ``host_values``, encoded, computed and decoded in the program's precision."""
+        with running_in(self.program.x64):
+            return self.decoded(self.program(*self.encoded(host_values)), host_values)
 
     def encoded(self, host_values: Sequence[Any]) -> Sequence[Any]:
         """The program's arguments for ``host_values``."""
@@ -341,6 +343,11 @@ def resident_updates(fgraph: Any, storage_map: Mapping[Variable, list[Any]]) -> 
     return frozenset(
         out for out, position in mapping.items() if isinstance(storage_map[fgraph.inputs[position]], ResidentStorage)
     )
+
+
+def thunk_node(fgraph: Any) -> Apply | None:
+    """The node Aesara files the thunk of ``fgraph``'s program under (named by its errors): its first output's."""
+    return next((var.owner for var in fgraph.outputs if var.owner is not None), None)
 
 
 class JAXCodecLinker(JITLinker):
@@ -459,8 +466,8 @@ class JAXCodecLinker(JITLinker):
         thunk.inputs = [cell.storage for cell in program.input_cells]  # type: ignore[attr-defined]
         thunk.outputs = [cell.storage for cell in program.output_cells]  # type: ignore[attr-defined]
         thunk.lazy = False  # type: ignore[attr-defined]
-        output_nodes = [o.owner for o in self.fgraph.outputs if o.owner is not None][:1]
-        return [thunk], output_nodes, program
+        node = thunk_node(self.fgraph)
+        return [thunk], [] if node is None else [node], program
 
 
 class JAXDeviceLinker(JAXCodecLinker):

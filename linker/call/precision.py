@@ -13,15 +13,24 @@ whether its program computes with 64-bit types (`program_x64`):
   integers, float32 accumulators, no float64 operation on a TPU.
 
 A mode asks for another with ``mode.with_x64(True)`` or ``with_x64(False)``
-(`aejax.linker.mode`). Every call of the function runs in its program's
-precision (`AejaxFunction.in_precision`): nothing happens when JAX's effective
-setting (this thread's, else the process's) already is the program's;
-otherwise the whole call, inputs encoded, programs traced and run, outputs
-decoded, runs inside ``jax.experimental.enable_x64(x64)``, which changes
-only this thread's setting, for a few microseconds a call. A program run
-without x64 takes 64-bit host values narrowed to 32 bits by their codecs
-(`aejax.adapters.jax`), and its outputs are decoded to their Types'
-dtypes.
+(`aejax.linker.mode`). The precision is decided once, when the graph is
+compiled, and the calls that run the program keep it, whatever wraps them
+(an `AejaxFunction`, a plain Aesara `Function` of a mode built on aejax's
+linker, a copy, an unpickled function, another thread): the thunk Aesara
+runs (`aejax.linker.call.linker.HostCall`) and the direct calls
+(`aejax.linker.call.direct_call`) compare JAX's effective setting (this
+thread's, else the process's) with the program's, one read of the flag, and
+only when they differ run inside ``jax.experimental.enable_x64(x64)``
+(`running_in`; inline in the exact calls, so that no frame stands between
+the call and its program), which changes this thread's setting alone: the
+inputs encoded, the program traced and run, the outputs decoded. JAX's
+compiled programs do not carry the setting themselves: a `jax.jit` function
+called under another one traces and compiles again for it, and an
+ahead-of-time ``Compiled`` one refuses arguments canonicalised without x64
+(a float64 numpy array becomes float32) and converts what its host
+callbacks return with the caller's setting. A program run without x64 takes
+64-bit host values narrowed to 32 bits by their codecs
+(`aejax.adapters.jax`), and its outputs are decoded to their Types' dtypes.
 """
 
 from __future__ import annotations

@@ -1,39 +1,64 @@
-"""A call passes at most three layers of aejax's code before its program runs (issue #39)."""
+"""A call passes at most three layers of aejax's code before its jitted program runs (issues #39, #49).
+
+The spy replaces the jitted function itself (inside a `CheckedProgram` when the graph has a check), so every
+aejax frame between the call and XLA counts, whether JAX's ``jax_enable_x64`` is the program's or not.
+"""
 
 import inspect
 from pathlib import Path
 
 import aesara
 import aesara.tensor as at
+import jax
 import numpy as np
+import pytest
+from aesara.raise_op import Assert
+from jax.experimental import enable_x64
 
 import aejax.linker
+from aejax.linker.checks import CheckedProgram
 from aejax.linker.program.static_inputs import Shortcut
 
 LINKER = Path(aejax.linker.__file__).resolve().parent
 
 
-def _layers_when_the_program_runs(f, *args):
-    """The objects of aejax.linker whose methods are on the stack when ``f``'s compiled program runs on ``args``."""
-    program = f.vm.jit_fn
-    shortcut = program.shortcut()
+def _spied(f):
+    """Replace the jitted function of ``f``'s compiled program by a spy; what the spy saw, as it sees it."""
+    program = f.vm.jit_fn.segments[0].program
+    shortcut = program.shortcut
+    checked = isinstance(shortcut.program, CheckedProgram)
+    jitted = shortcut.program.jitted if checked else shortcut.program
     seen = []
 
     def spy(*values):
+        layers = []
         for frame in inspect.stack()[1:]:
             if Path(frame.filename).resolve().is_relative_to(LINKER):
-                seen.append(type(frame.frame.f_locals.get("self")).__name__)
-        return shortcut.program(*values)
+                layers.append(type(frame.frame.f_locals.get("self")).__name__)
+        seen.append((layers, jax.config.jax_enable_x64))
+        return jitted(*values)
 
-    program.segments[0].program.shortcut = Shortcut(shortcut.shapes, spy)
-    f(*args)
+    if checked:
+        shortcut.program.jitted = spy
+    else:
+        program.shortcut = Shortcut(shortcut.shapes, spy)  # a new shortcut: the next call makes a new exact call
     return seen
 
 
-def test_a_call_of_arguments_unlike_the_last_passes_three_layers():
+@pytest.mark.parametrize("checked", [False, True], ids=["no check", "an Assert"])
+@pytest.mark.parametrize("x64", [True, False], ids=["x64 on", "x64 off"])
+def test_a_call_passes_at_most_three_layers(x64, checked):
     x = at.dvector("x")
-    f = aesara.function([x], x * 2, mode=aejax.linker.mode)
-    f(np.ones(3))
-    np.testing.assert_array_equal(f([1.0, 2.0, 3.0]), [2.0, 4.0, 6.0])
-    layers = _layers_when_the_program_runs(f, [1.0, 2.0, 3.0])  # a list: not the exact call's kind of argument
-    assert layers == ["GraphProgram", "DirectCall", "AejaxFunction"]
+    y = Assert("x must be positive")(x, at.all(x > 0)) if checked else x
+    f = aesara.function([x], y * 2, mode=aejax.linker.mode)
+    assert f.x64 is True  # on the CPU
+    with enable_x64(x64):
+        f(np.ones(3))
+        seen = _spied(f)
+        np.testing.assert_array_equal(f([1.0, 2.0, 3.0]), [2.0, 4.0, 6.0])  # a list: the general path
+        np.testing.assert_array_equal(f(np.ones(3)), [2.0, 2.0, 2.0])  # a numpy array like the last: the exact call
+    checks = ["CheckedProgram"] if checked else []
+    assert seen == [
+        (checks + ["DirectCall", "AejaxFunction"], True),
+        (checks + ["ExactCall", "AejaxFunction"], True),
+    ]

@@ -244,3 +244,133 @@ def test_the_switch_is_this_threads_only():
         thread.join()
     assert set(flags) == {before} and seen == [False] * 4
     assert set(results) == {1.0 + 1e-10}
+
+
+PLAIN_MODE = aesara.compile.mode.Mode(linker=aejax.linker.mode.linker, optimizer="fast_run")
+
+
+def precision_graphs():
+    """A float64 graph that float32 would get wrong, and a float32 sum that the CPU accumulates in float64."""
+    x, v = at.dvector("x"), at.fvector("v")
+    return [
+        ([x], (x + 1e-10) - x, np.ones(3)),
+        ([v], v.sum(), np.full(10**5, 0.1, np.float32)),
+    ]
+
+
+def plain_function(inputs, output):
+    """A plain Aesara `Function` of a `Mode` built on aejax's linker."""
+    return aesara.function(inputs, output, mode=PLAIN_MODE)
+
+
+def made_by_function_maker(inputs, output):
+    """Aesara's own `FunctionMaker` with aejax's mode, as a tool that swaps a mode in builds it."""
+    return aesara.compile.function.types.FunctionMaker(
+        [aesara.In(var) for var in inputs], output, mode=aejax.linker.mode
+    ).create([None] * len(inputs))
+
+
+def copied(inputs, output):
+    return aesara.function(inputs, output, mode="AEJAX").copy()
+
+
+def unpickled(inputs, output):
+    return pickle.loads(pickle.dumps(aesara.function(inputs, output, mode="AEJAX")))
+
+
+def plain_unpickled(inputs, output):
+    return pickle.loads(pickle.dumps(plain_function(inputs, output)))
+
+
+def in_another_thread(make):
+    """``make``'s function, each call run in a new thread that sets its own ``jax_enable_x64`` as the caller's."""
+
+    def wrapper(inputs, output):
+        f = make(inputs, output)
+
+        def call(*args):
+            x64, results = jax.config.jax_enable_x64, []
+
+            def run():
+                with enable_x64(x64):
+                    results.append(f(*args))
+
+            thread = threading.Thread(target=run)
+            thread.start()
+            thread.join()
+            return results[0]
+
+        return call
+
+    return wrapper
+
+
+WRAPPERS = {
+    "plain Mode": plain_function,
+    "FunctionMaker": made_by_function_maker,
+    "copy": copied,
+    "plain copy": lambda inputs, output: plain_function(inputs, output).copy(),
+    "pickle": unpickled,
+    "plain pickle": plain_unpickled,
+    "thread": in_another_thread(lambda inputs, output: aesara.function(inputs, output, mode="AEJAX")),
+    "plain thread": in_another_thread(plain_function),
+}
+
+
+@pytest.mark.parametrize("make", WRAPPERS.values(), ids=WRAPPERS.keys())
+@pytest.mark.parametrize("x64", [False, True], ids=["x64 off", "x64 on"])
+def test_whatever_wraps_the_program_it_computes_in_its_precision(make, x64):
+    for inputs, output, value in precision_graphs():
+        expected = aesara.function(inputs, output, mode=REFERENCE)(value)
+        with enable_x64(x64):
+            f = make(inputs, output)
+            got = [f(value) for _ in range(3)]  # the first call, and the calls after it
+            assert jax.config.jax_enable_x64 is x64
+        for result in got:
+            result = np.asarray(result)
+            assert result.dtype == expected.dtype
+            np.testing.assert_allclose(result, expected, rtol=1e-12, atol=0)
+
+
+WRAPPERS_PROGRAM = textwrap.dedent(
+    """
+    import json, pickle, threading
+    import aesara, aesara.tensor as at, jax, numpy as np
+    import aejax.linker
+    from aesara.compile.function.types import FunctionMaker
+
+    x = at.dscalar("x")
+    plain = aesara.compile.mode.Mode(linker=aejax.linker.mode.linker, optimizer="fast_run")
+    f = aesara.function([x], x + 1e-10, mode=plain)
+    made = FunctionMaker([aesara.In(x)], x + 1e-10, mode=aejax.linker.mode).create([None])
+    ours = aesara.function([x], x + 1e-10, mode="AEJAX")
+    functions = {
+        "plain Mode": f, "FunctionMaker": made, "copy": ours.copy(), "plain copy": f.copy(),
+        "pickle": pickle.loads(pickle.dumps(ours)), "plain pickle": pickle.loads(pickle.dumps(f)),
+    }
+    seen = {name: [float(g(1.0)) - 1 for _ in range(2)] for name, g in functions.items()}
+    threads = {"thread": ours, "plain thread": f}
+    for name, g in threads.items():
+        thread = threading.Thread(target=lambda: seen.setdefault(name, [float(g(1.0)) - 1 for _ in range(2)]))
+        thread.start()
+        thread.join()
+    seen["reference"] = [float(aesara.function([x], x + 1e-10, mode="FAST_COMPILE")(1.0)) - 1]
+    seen["x64"] = jax.config.jax_enable_x64
+    print(json.dumps(seen))
+    """
+)
+
+
+def test_with_jaxs_default_x64_off_every_wrapper_computes_a_float64_graph_in_float64():
+    """The process as a new user has it (no ``jax_enable_x64`` set), unlike this suite's."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("JAX_ENABLE_X64", None)
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPERS_PROGRAM], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen.pop("x64") is False
+    (expected,) = seen.pop("reference")
+    assert expected == pytest.approx(1e-10, rel=1e-6)
+    assert seen == {name: [expected, expected] for name in WRAPPERS}
