@@ -1,6 +1,11 @@
-"""An Op whose lowering counts how often JAX traces it: how many traces a first call costs."""
+"""Counting how often JAX traces: an Op whose lowering counts its traces (`Halve`), and `TRACES`, which counts the
+functions JAX traces while it is on."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import aesara
+import jax
 
 import aejax.linker
 
@@ -25,3 +30,29 @@ def _halve(op, node=None, **kwargs):
         return x / 2
 
     return halve
+
+
+class TraceCounter:
+    """Names the functions JAX traces while `counting` is on, but a saved export's call (``program``): a program
+    loaded from the store traces only that."""
+
+    def __init__(self) -> None:
+        self.traced: list[str] = []
+        self.on = False
+
+    def __call__(self, event: str, duration: float, fun_name: str = "", **kwargs: object) -> None:
+        if self.on and event.endswith("jaxpr_trace_duration") and fun_name != "program":
+            self.traced.append(fun_name)
+
+    @contextmanager
+    def counting(self) -> Iterator[list[str]]:
+        """The names traced during the block (JAX's listeners cannot be removed: this one is registered once)."""
+        self.traced, self.on = [], True
+        try:
+            yield self.traced
+        finally:
+            self.on = False
+
+
+TRACES = TraceCounter()
+jax.monitoring.register_event_duration_secs_listener(TRACES)
