@@ -83,13 +83,13 @@ def use_persistent_cache() -> None:
         _decided = True
         if os.environ.get(SWITCH, "1") == "0" or jax.config.jax_compilation_cache_dir is not None:
             return
-        kept_and_checked(cache_directory())
+        _kept_and_checked(cache_directory())
         jax.config.update("jax_compilation_cache_dir", str(cache_directory()))
         if jax.config.jax_persistent_cache_min_compile_time_secs == JAX_MIN_COMPILE_SECONDS:
             jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
 
 
-def kept_and_checked(directory: Path) -> None:
+def _kept_and_checked(directory: Path) -> None:
     """Make ``directory`` (private) with its `MARKER`, and remove its entries written since the last check that JAX
     cannot read; a folder that refuses is left as it is (JAX warns when it cannot write)."""
     marker = directory / MARKER

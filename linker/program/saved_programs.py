@@ -20,8 +20,8 @@ format, the entry's full key, the checks' exception classes by name) and the
 export's bytes; the hint of what tracing found out
 (`ProgramStore.discovered`) has no payload. An entry is checked when it is
 loaded, before the call it was loaded for: its signature and key, then JAX
-deserializes the export and its StableHLO, and traces, lowers and compiles
-the call (which the call then reuses). A missing, truncated, damaged,
+deserializes the export, and traces, lowers (reading its StableHLO) and
+compiles the call, which the call then reuses. A missing, truncated, damaged,
 foreign, forged, swapped or newer entry, or one that fails any of these
 steps, is a miss: the program is traced, compiled and saved anew (an entry
 found unusable is replaced however fast the compile), and so is every entry
@@ -227,9 +227,9 @@ class ProgramStore:
             return None
         exported, checks = loaded
         jitted = ExportingProgram(traced, donated if checks is None else (), exported).jitted
-        try:  # compiled now, not at the call: JAX keeps the compile for it
+        try:  # now, not at the call (which reuses JAX's lowering and compile): lowering reads the StableHLO
             jitted.trace(*args).lower().compile()
-        except Exception:  # noqa: BLE001 - StableHLO that XLA cannot compile: a miss
+        except Exception:  # noqa: BLE001 - StableHLO that JAX cannot read or XLA cannot compile: a miss
             self._unusable.add(entry)
             return None
         return jitted if checks is None else CheckedProgram(jitted, checks)
@@ -274,7 +274,6 @@ class ProgramStore:
             if checks is not None:
                 checks = [(_exception_type(name), str(message)) for name, message in checks]
             exported = jax.export.deserialize(bytearray(payload))
-            exported.mlir_module()  # the StableHLO, which JAX reads only when the call is lowered
         except Exception:  # noqa: BLE001 - an unknown exception type, or bytes JAX cannot read: a miss
             self._unusable.add(entry)
             return None
