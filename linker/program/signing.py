@@ -36,18 +36,24 @@ class StoreKeyWarning(UserWarning):
     """The program store's key cannot be made or read, or is not private: the store is off."""
 
 
-def key_directory() -> Path:
-    """The folder of the store's key: ``$AEJAX_KEY_DIR``, ``$XDG_CONFIG_HOME/aejax`` or ``~/.config/aejax``."""
+def key_directory() -> Path | None:
+    """The folder of the store's key: ``$AEJAX_KEY_DIR``, ``$XDG_CONFIG_HOME/aejax`` or ``~/.config/aejax``; ``None``
+    without a home folder."""
     chosen = os.environ.get(KEY_DIRECTORY)
     if chosen:
         return Path(chosen)
-    config = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
-    return Path(config) / "aejax"
+    home = os.path.expanduser("~")  # left as it is when the home folder is unknown
+    config = os.environ.get("XDG_CONFIG_HOME") or (None if home == "~" else Path(home) / ".config")
+    return None if config is None else Path(config) / "aejax"
 
 
 def store_key() -> bytes | None:
     """This user's key for the store's entries, made if there is none; ``None`` if it cannot be made, read or trusted."""
-    return _key_in(key_directory())
+    folder = key_directory()
+    if folder is None:
+        _warn_unused(f"(no folder for it: {KEY_DIRECTORY}, XDG_CONFIG_HOME and the home folder are unknown)")
+        return None
+    return _key_in(folder)
 
 
 def signature(key: bytes, signed: bytes) -> bytes:
@@ -72,16 +78,21 @@ def _key_in(folder: Path) -> bytes | None:
         unsafe = f"it cannot be made or read: {error}"
         key = None
     if unsafe or len(key) != KEY_BYTES:
-        why = unsafe or f"it holds {len(key)} bytes, not {KEY_BYTES}"
-        warnings.warn(
-            f"the program store's key {path} is not used ({why}), so aejax saves and loads no programs. Make "
-            f"the key and its folder private (chmod 600, chmod 700), remove a damaged key (a new one is made), "
-            f"or set {KEY_DIRECTORY} to another folder",
-            StoreKeyWarning,
-            stacklevel=2,
-        )
+        _warn_unused(f"{path} ({unsafe or f'it holds {len(key)} bytes, not {KEY_BYTES}'})")
         return None
     return key
+
+
+@cache
+def _warn_unused(which: str) -> None:
+    """Warn, once, that the key ``which`` names is not used."""
+    warnings.warn(
+        f"the program store's key {which} is not used, so aejax saves and loads no programs. Make the key and "
+        f"its folder private (chmod 600, chmod 700), remove a damaged key (a new one is made), or set "
+        f"{KEY_DIRECTORY} to another folder",
+        StoreKeyWarning,
+        stacklevel=3,
+    )
 
 
 def _not_private(path: Path, forbidden: int) -> str | None:

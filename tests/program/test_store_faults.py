@@ -27,8 +27,9 @@ import aejax.linker  # noqa: F401  (registers the modes)
 from aejax.linker.program import saved_programs, signing
 from aejax.linker.program.persistent_cache import MARKER
 from aejax.linker.program.persistent_cache import SUBDIRECTORY as XLA_SUBDIRECTORY
-from aejax.linker.program.saved_programs import MAGIC, SUBDIRECTORY
+from aejax.linker.program.saved_programs import SUBDIRECTORY
 from tests.counting import TRACES
+from tests.program.entries import rewritten, signed_parts, with_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,6 +39,7 @@ CHILD = textwrap.dedent(
     import aesara, aesara.tensor as at, jax, numpy as np
     import aejax.linker
     from tests.counting import TRACES
+from tests.program.entries import rewritten, signed_parts, with_key
 
     options = json.loads(sys.argv[1])
     hits = []
@@ -89,22 +91,6 @@ def run(compiledir, scales, quick_first=False, threshold="0"):
 def entries(compiledir):
     """The store's entries, in the order they were saved."""
     return sorted(compiledir.rglob(f"{SUBDIRECTORY}/*.exported"), key=lambda p: p.stat().st_mtime_ns)
-
-
-def signed_parts(path):
-    claimed, _, signed = path.read_bytes().removeprefix(MAGIC).partition(b"\n")
-    line, _, payload = signed.partition(b"\n")
-    return claimed, line, payload
-
-
-def rewritten(path, line, payload, sign):
-    signed = line + b"\n" + payload
-    path.write_bytes(MAGIC + sign(signed) + b"\n" + signed)
-
-
-def with_key(signed):
-    """Signed as aejax signs: a writer with this user's key (an old or faulty one)."""
-    return signing.signature(signing.store_key(), signed)
 
 
 def test_damaged_forged_and_cut_short_entries_are_misses_replaced_at_once_after_aesaras_cleanup(tmp_path):
