@@ -39,7 +39,6 @@ CHILD = textwrap.dedent(
     import aesara, aesara.tensor as at, jax, numpy as np
     import aejax.linker
     from tests.counting import TRACES
-from tests.program.entries import rewritten, signed_parts, with_key
 
     options = json.loads(sys.argv[1])
     hits = []
