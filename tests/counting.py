@@ -1,4 +1,8 @@
-"""Ops that count: how often JAX traces a lowering (how many traces a first call costs), how often a program runs."""
+"""Counting: how often JAX traces a lowering (`Halve`) or any function (`TRACES`), how often a program runs
+(`Counted`)."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import aesara
 import jax
@@ -52,3 +56,29 @@ def _counted(op, node=None, **kwargs):
         return x
 
     return counted
+
+
+class TraceCounter:
+    """Names the functions JAX traces while `counting` is on, but a saved export's call (``program``): a program
+    loaded from the store traces only that."""
+
+    def __init__(self) -> None:
+        self.traced: list[str] = []
+        self.on = False
+
+    def __call__(self, event: str, duration: float, fun_name: str = "", **kwargs: object) -> None:
+        if self.on and event.endswith("jaxpr_trace_duration") and fun_name != "program":
+            self.traced.append(fun_name)
+
+    @contextmanager
+    def counting(self) -> Iterator[list[str]]:
+        """The names traced during the block (JAX's listeners cannot be removed: this one is registered once)."""
+        self.traced, self.on = [], True
+        try:
+            yield self.traced
+        finally:
+            self.on = False
+
+
+TRACES = TraceCounter()
+jax.monitoring.register_event_duration_secs_listener(TRACES)

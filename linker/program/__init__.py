@@ -7,6 +7,8 @@
 - `watched`: `WatchedProgram`, a graph with progress bars and its twin without, for calls too short to watch.
 - `cache`: the bounded, thread-safe cache of compiled programs.
 - `persistent_cache`: JAX's persistent compilation cache, on by default, in Aesara's compile directory.
+- `saved_programs`: programs kept across processes as `jax.export` exports, beside JAX's cache.
+- `signing`: the per-user key that signs the saved programs.
 - `packing`: small outputs of one dtype leave a program as one buffer.
 
 May import `trace`, `lengths` and the leaf modules (`errors`, `checks`,

@@ -14,13 +14,19 @@ its arguments' dtypes and placement) and everything else it depends on
 (versions, aejax's sources, XLA's flags, the devices: `installation`,
 `backends`; JAX's and Aesara's settings, the ``AEJAX_*`` variables: `settings`).
 
-An entry is data, never code: `MAGIC`, a JSON header (the format, the
-entry's full key, the payload's digest, the checks' exception classes by
-name) and the export's bytes; the hint of what tracing found out
-(`ProgramStore.discovered`) has no payload. A missing, truncated, damaged,
-foreign, swapped or newer entry is a miss (the program is traced, compiled
-and saved anew), and so is every entry of a store that cannot be read or
-written.
+An entry is data, never code: `MAGIC`, its signature (an HMAC of the rest
+under this user's key, `aejax.linker.program.signing`), a JSON header (the
+format, the entry's full key, the checks' exception classes by name) and the
+export's bytes; the hint of what tracing found out
+(`ProgramStore.discovered`) has no payload. An entry is checked when it is
+loaded, before the call it was loaded for: its signature and key, then JAX
+deserializes the export, and traces, lowers (reading its StableHLO) and
+compiles the call, which the call then reuses. A missing, truncated, damaged,
+foreign, forged, swapped or newer entry, or one that fails any of these
+steps, is a miss: the program is traced, compiled and saved anew (an entry
+found unusable is replaced however fast the compile), and so is every entry
+of a store that cannot be read or written. Several threads that need the
+same program at once trace and save it once (`ProgramStore.compiling`).
 
 The caller keeps a graph out of the store when that key cannot cover it (an
 Op lowered by code from elsewhere, a value the fingerprint cannot capture);
@@ -42,8 +48,8 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -61,8 +67,9 @@ from aesara.scan.op import Scan
 import aejax.adapters
 from aejax.linker.checks import CheckedProgram
 from aejax.linker.program.persistent_cache import SWITCH, cache_directory, use_persistent_cache
+from aejax.linker.program.signing import signature, signed_by, store_key
 
-FORMAT = 4
+FORMAT = 5
 """The version of the entries' layout; an entry of another version is a miss."""
 
 MAGIC = b"aejax program store\n"
@@ -134,29 +141,45 @@ def _exported(traced: Any, args: Sequence[Any]) -> Any | None:
         return None
 
 
-class ProgramStore:
-    """The saved programs of one graph (its ``identity``); see the module docstring."""
+class _EntryLock:
+    """The lock of one store entry, held while a thread traces, compiles and saves its program."""
 
-    def __init__(self, identity: str, directory: Path) -> None:
+    __slots__ = ("lock", "__weakref__")
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+
+
+_entry_locks: weakref.WeakValueDictionary[Path, _EntryLock] = weakref.WeakValueDictionary()
+_entry_locks_lock = threading.Lock()
+
+
+class ProgramStore:
+    """The saved programs of one graph (its ``identity``), signed with ``key``; see the module docstring."""
+
+    def __init__(self, identity: str, directory: Path, key: bytes) -> None:
         self.directory = directory
+        self._key = key
         self._identity = _digest(FORMAT, installation(), identity)
         self._exporting: weakref.WeakValueDictionary[str, ExportingProgram] = weakref.WeakValueDictionary()
+        self._unusable: set[str] = set()  # entries found but refused: replaced however fast their compile
 
     @classmethod
     def opened(cls, fgraph: FunctionGraph, identity_of: Callable[[], str | None]) -> ProgramStore | None:
         """The store of ``fgraph``, whose identity ``identity_of()`` gives; ``None`` without one, for a graph that
-        compiles fast (`may_compile_long`) or when the store is turned off.
+        compiles fast (`may_compile_long`), when the store is turned off, or without a key to sign its entries.
 
         The identity is worked out only for a store that is on: a digest of
         a NUTS graph takes 50 ms.
         """
         if os.environ.get(SWITCH, "1") == "0" or _debugging_floats() or not may_compile_long(fgraph):
             return None
-        identity = identity_of()
+        key = store_key()
+        identity = None if key is None else identity_of()
         if identity is None:
             return None
         use_persistent_cache()  # first: it changes a JAX setting the key holds
-        return cls(identity, cache_directory().parent / SUBDIRECTORY)
+        return cls(identity, cache_directory().parent / SUBDIRECTORY, key)
 
     def discovered(self) -> tuple[Discovered, dict[int, str]] | None:
         """What tracing found out about this graph in the process that saved a program of it.
@@ -173,30 +196,45 @@ class ProgramStore:
         except (TypeError, ValueError, KeyError, AttributeError):  # none, or not a hint's header
             return None
 
-    @staticmethod
-    def worth_saving(seconds: float) -> bool:
-        """Whether a program that took ``seconds`` to trace and compile is saved (JAX's threshold for its own cache)."""
-        return seconds >= min_compile_seconds()
+    def worth_saving(self, entry: str, seconds: float) -> bool:
+        """Whether the program of ``entry``, which took ``seconds`` to trace and compile, is saved: it took JAX's
+        threshold for its own cache, or replaces an entry found unusable."""
+        return seconds >= min_compile_seconds() or entry in self._unusable
 
     def entry(self, discovered: Discovered, key: Any, args: Sequence[Any]) -> str:
         """The full key of the program for a call with ``args`` (the dynamic ones) under ``key``."""
         kinds = [(type(a).__name__, str(getattr(a, "dtype", "")), _placement(a)) for a in args]
         return _digest(self._identity, backends(), settings(), discovered, key, kinds)
 
-    def loaded(self, entry: str, traced: Callable[..., Any], donated: tuple[int, ...]) -> Callable[..., Any] | None:
-        """The program saved under ``entry``, run through its export; ``None`` if there is none.
+    @contextmanager
+    def compiling(self, entry: str) -> Iterator[None]:
+        """Hold the lock of ``entry`` in this process, so that one thread at a time loads or makes its program."""
+        with _entry_locks_lock:
+            held = _entry_locks.setdefault(self._path(entry, ".exported"), _EntryLock())
+        with held.lock:
+            yield
+
+    def loaded(
+        self, entry: str, traced: Callable[..., Any], donated: tuple[int, ...], args: Sequence[Any]
+    ) -> Callable[..., Any] | None:
+        """The program saved under ``entry``, run through its export and compiled for ``args``; ``None`` if there is
+        none or it cannot be compiled.
 
         ``traced`` is the jitted function it computes (it runs where the
         export does not fit the arguments); ``donated`` are the arguments
         whose buffers it may reuse, unless it has checks.
         """
-        loaded = self._load(entry)
+        loaded = self._load(entry, args)
         if loaded is None:
             return None
         exported, checks = loaded
-        if checks is None:
-            return ExportingProgram(traced, donated, exported).jitted
-        return CheckedProgram(ExportingProgram(traced, (), exported).jitted, checks)
+        jitted = ExportingProgram(traced, donated if checks is None else (), exported).jitted
+        try:  # now, not at the call (which reuses JAX's lowering and compile): lowering reads the StableHLO
+            jitted.trace(*args).lower().compile()
+        except Exception:  # noqa: BLE001 - StableHLO that JAX cannot read or XLA cannot compile: a miss
+            self._unusable.add(entry)
+            return None
+        return jitted if checks is None else CheckedProgram(jitted, checks)
 
     def exporting(self, entry: str, traced: Callable[..., Any], donated: tuple[int, ...]) -> Callable[..., Any]:
         """The jitted program ``traced`` run through its export, which its first call makes for `save`."""
@@ -224,9 +262,11 @@ class ProgramStore:
         self._write(entry, ".exported", {"checks": names}, payload)
         hint = {"static_positions": list(discovered.static_positions), "shape_nodes": shape_nodes}
         self._write(self._hint_key(), ".discovered", hint, b"")
+        self._unusable.discard(entry)
 
-    def _load(self, entry: str) -> tuple[Any, list[tuple[type, str]] | None] | None:
-        """The export saved under ``entry`` and its checks, or ``None``: missing, damaged, or its checks unknown here."""
+    def _load(self, entry: str, args: Sequence[Any]) -> tuple[Any, list[tuple[type, str]] | None] | None:
+        """The export saved under ``entry`` and its checks, or ``None``: missing, damaged, not for ``args`` on one
+        device, or its checks unknown here."""
         found = self._read(entry, ".exported")
         if found is None:
             return None
@@ -237,6 +277,10 @@ class ProgramStore:
                 checks = [(_exception_type(name), str(message)) for name, message in checks]
             exported = jax.export.deserialize(bytearray(payload))
         except Exception:  # noqa: BLE001 - an unknown exception type, or bytes JAX cannot read: a miss
+            self._unusable.add(entry)
+            return None
+        if not fits(exported, args) or exported.nr_devices != 1:
+            self._unusable.add(entry)
             return None
         if b"lapack_" in payload:
             _set_up_lapack()
@@ -249,30 +293,35 @@ class ProgramStore:
         return self.directory / f"{self._identity[:32]}-{key[:43]}{suffix}"
 
     def _read(self, key: str, suffix: str) -> tuple[dict[str, Any], bytes] | None:
-        """The header and payload of the entry of ``key``, if it is whole and carries ``key``."""
+        """The header and payload of the entry of ``key``, if it is signed with this user's key and carries ``key``."""
         try:
             data = self._path(key, suffix).read_bytes()
         except OSError:
             return None
-        line, _, payload = data.removeprefix(MAGIC).partition(b"\n")
-        try:
-            header = json.loads(line) if data.startswith(MAGIC) else None
-        except ValueError:
+        claimed, _, signed = data.removeprefix(MAGIC).partition(b"\n")
+        if not (data.startswith(MAGIC) and signed_by(self._key, signed, claimed)):
+            self._unusable.add(key)
             return None
-        whole = {"format": FORMAT, "key": key, "digest": hashlib.sha256(payload).hexdigest()}
-        if not isinstance(header, dict) or any(header.get(name) != value for name, value in whole.items()):
+        line, _, payload = signed.partition(b"\n")
+        try:
+            header = json.loads(line)
+        except ValueError:
+            header = None
+        if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("key") != key:
+            self._unusable.add(key)
             return None
         return header, payload
 
     def _write(self, key: str, suffix: str, header: dict[str, Any], payload: bytes) -> None:
-        """Write an entry so that readers see the old file or the whole new one; a store that refuses it is left as it is."""
+        """Write a signed entry so that readers see the old file or the whole new one; a store that refuses it is left
+        as it is."""
         path = self._path(key, suffix)
-        whole = {"format": FORMAT, "key": key, "digest": hashlib.sha256(payload).hexdigest(), **header}
+        signed = json.dumps({"format": FORMAT, "key": key, **header}).encode() + b"\n" + payload
         temporary = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             _remove_stale(self.directory)
-            temporary.write_bytes(MAGIC + json.dumps(whole).encode() + b"\n" + payload)
+            temporary.write_bytes(MAGIC + signature(self._key, signed) + b"\n" + signed)
             os.replace(temporary, path)
         except OSError:
             with suppress(OSError):

@@ -23,6 +23,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any, NamedTuple
 
 import jax
@@ -255,8 +256,13 @@ class StaticInputProgram:
         program = self.programs.get(key)
         if program is not None:
             return program(*args)
-        with collection_paused():
-            key, new = self._new_program(discovered, key, args)
+        store = self._store
+        entry = None if store is None else store.entry(discovered, key, args)
+        with collection_paused(), nullcontext() if entry is None else store.compiling(entry):
+            program = self.programs.get(key) if discovered is self._discovered else None
+            if program is not None:  # made by another thread while this one waited for the entry
+                return program(*args)
+            key, new = self._new_program(discovered, key, args, entry)
             program = self._kept(key, new.program)
             outputs = self._first_run(key, program, args, new)
         if not self.static_positions:
@@ -281,9 +287,10 @@ class StaticInputProgram:
         return kept
 
     def _new_program(
-        self, discovered: Discovered, key: tuple[Any, ...], args: tuple[Any, ...]
+        self, discovered: Discovered, key: tuple[Any, ...], args: tuple[Any, ...], entry: str | None
     ) -> tuple[tuple[Any, ...], NewProgram]:
-        """The program for ``args`` and its key: loaded from the store, or traced (and exported if it may be saved).
+        """The program for ``args`` and its key: loaded from the store's ``entry``, or traced (and exported if it may
+        be saved).
 
         Tracing may find more static inputs (those whose call values a node
         read): the program is then kept under a key that holds their values.
@@ -293,8 +300,7 @@ class StaticInputProgram:
         values = CallValues(self._candidates(args))
         store, donated = self._store, tuple(sorted(self.donated))
         coded = coded_program(_reading(self._traced_fn, values))
-        entry = None if store is None else store.entry(discovered, key, args)
-        loaded = None if entry is None else store.loaded(entry, jax.jit(coded), donated)
+        loaded = None if entry is None else store.loaded(entry, jax.jit(coded), donated, args)
         if loaded is not None:
             values.limit = self._static_inputs(discovered)
             self._announce_new_values(discovered.static_positions, key)
@@ -318,7 +324,7 @@ class StaticInputProgram:
         """The first call of a ``new`` program, which the store keeps if tracing and compiling it took long enough."""
         outputs = _first_call(program, args) if self.donated else program(*args)
         store, seconds = self._store, time.perf_counter() - new.started
-        if new.entry is not None and store.worth_saving(seconds):
+        if new.entry is not None and store.worth_saving(new.entry, seconds):
             checks = CHECKS.entries() if isinstance(program, CheckedProgram) else None
             store.save(new.entry, args, self._discovered, checks, dict(self._shape_nodes))
         return outputs

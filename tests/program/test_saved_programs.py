@@ -28,7 +28,8 @@ from aesara.tensor.random.utils import RandomStream
 import aejax.linker  # noqa: F401  (registers the modes)
 from aejax.linker import ShapeInputWarning
 from aejax.linker.graph.fingerprint import NotFingerprintable, graph_fingerprint
-from aejax.linker.program.saved_programs import FORMAT, LARGE_GRAPH, MAGIC, SUBDIRECTORY, ExportingProgram
+from aejax.linker.program.saved_programs import FORMAT, LARGE_GRAPH, SUBDIRECTORY, ExportingProgram
+from tests.program.entries import rewritten, signed_parts, with_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -267,7 +268,7 @@ def test_a_program_whose_small_outputs_leave_packed_is_saved_and_loaded(store_he
 
     first = compiled_and_called()
     (entry,) = store_here()
-    payload = entry.read_bytes().removeprefix(MAGIC).partition(b"\n")[2]
+    payload = signed_parts(entry)[2]
     assert "PackedResults" in str(jax.export.deserialize(bytearray(payload)).out_tree)
     assert compiled_and_called() == first and first[:2] == [3.0, 6.0]
     np.testing.assert_allclose(first[2], np.exp(np.arange(3.0)))
@@ -419,9 +420,9 @@ def _files(made, suffix):
 
 
 def _newer_format(entry):
-    line, _, payload = entry.read_bytes().removeprefix(MAGIC).partition(b"\n")
-    header = {**json.loads(line), "format": FORMAT + 1}
-    return MAGIC + json.dumps(header).encode() + b"\n" + payload
+    """``entry`` rewritten as a newer aejax would write it (signed with the key)."""
+    _, line, payload = signed_parts(entry)
+    rewritten(entry, json.dumps({**json.loads(line), "format": FORMAT + 1}).encode(), payload, with_key)
 
 
 def test_a_damaged_swapped_or_foreign_entry_is_a_miss_and_the_next_processes_save_it_at_once(tmp_path):
@@ -433,7 +434,7 @@ def test_a_damaged_swapped_or_foreign_entry_is_a_miss_and_the_next_processes_sav
     hint["1.0"].write_bytes(entry["1.0"].read_bytes())
     entry["1.5"].write_bytes(entry["1.5"].read_bytes()[: entry["1.5"].stat().st_size // 2])
     entry["2.0"].write_bytes(b"")
-    entry["2.5"].write_bytes(_newer_format(entry["2.5"]))
+    _newer_format(entry["2.5"])
     marker = tmp_path / "unpickled"
     entry["3.0"].write_bytes(pickle.dumps(Marker(marker)))
     hint["3.0"].write_bytes(os.urandom(100))
