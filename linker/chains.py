@@ -308,12 +308,21 @@ class ManyChains:
             block = jax.shard_map(block, mesh=self.mesh, in_specs=(chains, *specs), out_specs=chains, check_vma=False)
 
         def program(key: Any, state: State, inputs: tuple[Any, ...]) -> tuple[tuple[Any, State], Any]:
-            if not derived:
-                return block(None, state, inputs)
-            key = key if is_key(key) else jax.random.wrap_key_data(key, impl=impl)
-            return block(jax.random.split(key, n_chains)[span[0] : span[1]], state, inputs)
+            keys = None
+            if derived:
+                key = key if is_key(key) else jax.random.wrap_key_data(key, impl=impl)
+                keys = jax.random.split(key, n_chains)[span[0] : span[1]]
+            result, failures = block(keys, state, inputs)
+            return result, self._everywhere(failures)
 
         return jax.jit(program)
+
+    def _everywhere(self, failures: Any) -> Any:
+        """The chains' failure codes, on a mesh gathered onto every device once the chains are done, so that each
+        process reads them all from its own device (gathering them afterwards costs another program a call)."""
+        if self.mesh is None:
+            return failures
+        return jax.lax.with_sharding_constraint(failures, NamedSharding(self.mesh, PartitionSpec()))
 
     def _typed(self, name: str, value: Any) -> Any:
         """A state entry as the graph takes it: a random state given as raw key data wrapped as its state's key."""

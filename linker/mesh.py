@@ -52,9 +52,12 @@ def placed(value: Any, sharding: Sharding) -> Any:
 def gathered(value: Any) -> np.ndarray:
     """``value``, a ``jax.Array`` that may span processes (not a typed key), as one numpy array in every process.
 
-    Every process must call this for the same value, as for any collective.
+    Every process must call this for the same value, as for any collective
+    (but for a value replicated on every device, which each reads from its own).
     """
     if isinstance(value, jax.Array) and not value.is_fully_addressable:
+        if value.is_fully_replicated:
+            return np.asarray(value.addressable_data(0))
         return np.asarray(multihost_utils.process_allgather(value, tiled=True))
     return np.asarray(value)
 
