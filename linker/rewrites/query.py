@@ -67,14 +67,22 @@ and the rewrites the Scan's own mode asks for by name or tag
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
-from aesara.compile.mode import get_mode
+from aesara.compile.mode import get_mode, optdb
 from aesara.graph.rewriting.basic import GraphRewriter, SequentialGraphRewriter, in2out
-from aesara.graph.rewriting.db import RewriteDatabase, RewriteDatabaseQuery
+from aesara.graph.rewriting.db import RewriteDatabaseQuery
 
 from aejax.linker.rewrites.scan import FixedLengthScanMerge, keep_last, sequence_bounds, sequences_uncut
-from aejax.linker.rewrites.shape import AxisLengthThroughViews, FillOfChecked, ShapeAsEntries, UselessFill, WholeSlices
+from aejax.linker.rewrites.shape import (
+    AxisLengthThroughViews,
+    FillOfChecked,
+    ShapeAsEntries,
+    ShapedByInputs,
+    UselessFill,
+    WholeSlices,
+)
 
 early_rewrites = SequentialGraphRewriter(
     in2out(
@@ -119,10 +127,38 @@ SEQUENCE_BOUNDS_POSITION = 48.9
 SELF_SHAPED = ("local_pow_canonicalize", "local_zero_div", "local_mul_specialize", "local_div_to_reciprocal")
 """Aesara rewrites that, without its `ShapeFeature`, shape their replacement by the shape of the very
 output they replace (``broadcast_like``), which keeps that output in the graph: the rewrite then fires
-again forever (``x ** 0``, the second derivative of ``x ** 2``). XLA simplifies what they would."""
+again forever (``x ** 0``, the second derivative of ``x ** 2``). They run as `ShapedByInputs`, under
+`SHAPED_BY_INPUTS`, where Aesara registers them."""
+
+SHAPED_BY_INPUTS = "aejax_shaped_by_inputs"
+"""The tag of the `ShapedByInputs` copies of `SELF_SHAPED`, which only the AEJAX mode includes.
+
+Their values count: ``local_mul_specialize`` turns canonicalization's
+``mul(-1, sigmoid(u))`` back into ``neg(sigmoid(u))``, the form Aesara's
+``log1p_neg_sigmoid`` stabilizes (``log1p(-sigmoid(u))`` is ``-u``, not
+``-inf``, for ``u`` above 37); ``local_zero_div`` makes ``0 / x`` zero
+where ``x`` is zero too (``nan`` otherwise)."""
+
+
+def _register_shaped_by_inputs() -> None:
+    for database_name in ("canonicalize", "specialize"):
+        database = optdb[database_name]
+        for name in SELF_SHAPED:
+            if name in database._names:
+                copy = ShapedByInputs(database, name)
+                database.register(f"{name}_shaped_by_inputs", copy, SHAPED_BY_INPUTS, use_db_name_as_tag=False)
+
+
+_register_shaped_by_inputs()
+
+STEP_PASSES = 3
+"""How many times at most `step_rewrites` rewrite a Scan's inner graph (`UntilUnchanged`)."""
+
+STEP_REWRITES_END = 3.0
+"""Where the rewrites of a Scan's inner graph end: after Aesara's specialization (2), before ``uncanonicalize``."""
 
 JAX_REWRITES = RewriteDatabaseQuery(
-    include=["fast_run"],
+    include=["fast_run", SHAPED_BY_INPUTS],
     exclude=[
         "cxx_only",
         "BlasOpt",
@@ -151,25 +187,58 @@ OPTIMIZATION_LEVELS = frozenset({"fast_run", "fast_compile", "merge", "fusion", 
 optimizers and the JAX and Numba modes include them)."""
 
 
-def rewrites_asked_by(mode: Any) -> GraphRewriter | None:
-    """The rewrites a Scan's own ``mode`` asks for by name or tag beyond an optimization level; ``None`` if none.
+def step_rewrites(mode: Any) -> GraphRewriter:
+    """The rewrites of the inner graph of a Scan whose own mode is ``mode``.
 
-    Aesara compiles a Scan's inner graph with the Scan's mode, so
-    ``scan(..., mode=Mode().including("local_remove_all_assert"))`` removes
-    the step's asserts; the JAX lowering traces the inner graph without
-    Aesara's rewrites, and runs these (without what the AEJAX mode excludes).
+    Aesara compiles a Scan's inner graph with the Scan's mode (``Scan.fn``),
+    FAST_RUN's rewrites by default, so its stabilizing rewrites reach the
+    loop's step: ``logsumexp`` of a step's values near -2000 is -2000, not
+    ``-inf``. The lowering rewrites the inner graph of each Scan (nested
+    ones too, as each is lowered) with the AEJAX mode's query, which decides
+    the optimization level itself, as for the outer graph; the Scan's mode
+    adds what it asks for by name or tag beyond an optimization level
+    (``scan(..., mode=Mode().including("local_remove_all_assert"))`` removes
+    the step's asserts) and removes what it excludes.
     """
-    mode = get_mode(mode)
-    query = mode.provided_optimizer
+    query = get_mode(mode).provided_optimizer
     if not isinstance(query, RewriteDatabaseQuery):
-        return None
-    asked = [tag for tag in query.include if tag not in OPTIMIZATION_LEVELS]
-    if not asked:
-        return None
-    exclude = [*JAX_REWRITES.exclude, *query.exclude]
-    within = RewriteDatabaseQuery(include=asked, exclude=exclude)
-    # a rewrite registered in a sub-database (canonicalize, ...) is found only when its database is selected
-    databases = [name for name in mode.optdb._names if isinstance(mode.optdb[name], RewriteDatabase)]
-    return mode.optdb.query(
-        RewriteDatabaseQuery(include=[*asked, *databases], exclude=exclude, subquery=dict.fromkeys(databases, within))
+        return _step_rewrites((), ())
+    asked = tuple(tag for tag in query.include if tag not in OPTIMIZATION_LEVELS)
+    return _step_rewrites(asked, tuple(query.exclude))
+
+
+@cache
+def _step_rewrites(asked: tuple[str, ...], excluded: tuple[str, ...]) -> GraphRewriter:
+    query = RewriteDatabaseQuery(
+        include=[*JAX_REWRITES.include, *asked],
+        exclude=[*JAX_REWRITES.exclude, *excluded],
+        position_cutoff=STEP_REWRITES_END,
+        extra_rewrites=JAX_REWRITES.extra_rewrites,
     )
+    return UntilUnchanged(optdb.query(query), STEP_PASSES)
+
+
+class UntilUnchanged(GraphRewriter):
+    """``rewrites`` run again while a pass changes the graph's nodes, ``passes`` times at most.
+
+    One pass over the gradient of a step with a nested Scan leaves
+    ``g / (1 - sigmoid(x)) * sigmoid(x) * (1 - sigmoid(x))`` with two copies
+    of ``1 - sigmoid(x)``: specialization makes them alike after the last
+    merge, so they cancel only in a second pass (``nan`` at ``x = 40``
+    otherwise, where FAST_RUN gives -1).
+    """
+
+    def __init__(self, rewrites: GraphRewriter, passes: int):
+        super().__init__()
+        self.rewrites = rewrites
+        self.passes = passes
+
+    def add_requirements(self, fgraph: Any) -> None:
+        self.rewrites.add_requirements(fgraph)
+
+    def apply(self, fgraph: Any) -> None:
+        for _ in range(self.passes):
+            before = set(fgraph.apply_nodes)
+            self.rewrites.rewrite(fgraph)
+            if set(fgraph.apply_nodes) == before:
+                return
