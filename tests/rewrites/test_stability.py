@@ -107,3 +107,11 @@ def test_in_a_scan_step(name):
 def test_in_a_nested_scan_step(name):
     expression, values = EXPRESSIONS[name]
     _assert_in_loops_as_fast_run(expression, _in_nested_scan_steps, np.stack([values, values[::-1]]))
+
+
+def test_products_and_quotients_of_zero_as_under_fast_run():
+    """Aesara's ``local_mul_specialize`` and ``local_zero_div`` make ``0 * inf`` and ``0 / 0`` zero (`ShapedByInputs`)."""
+    x, row = at.dmatrix("x"), at.drow("row")
+    outputs = [0 * x, at.mul(0, x, row), 0 / x, row**0 + 0 * x, at.ones((3, 1)) / row]
+    special = np.array([[np.inf, 0.0, np.nan], [-np.inf, 2.0, 1e-300], [1.0, -1.0, 5.0]])
+    assert_matches_reference([x, row], outputs, special, special[:1], reference_mode=FAST_RUN_IN_PYTHON)
