@@ -115,3 +115,24 @@ def test_products_and_quotients_of_zero_as_under_fast_run():
     outputs = [0 * x, at.mul(0, x, row), 0 / x, row**0 + 0 * x, at.ones((3, 1)) / row]
     special = np.array([[np.inf, 0.0, np.nan], [-np.inf, 2.0, 1e-300], [1.0, -1.0, 5.0]])
     assert_matches_reference([x, row], outputs, special, special[:1], reference_mode=FAST_RUN_IN_PYTHON)
+
+
+def test_the_forward_algorithm_of_a_hidden_markov_model():
+    """Issue #52: ``logsumexp`` over the previous step's log-probabilities, where a sampler starts, was ``-inf``."""
+    log_emissions, log_transitions, log_start = (
+        at.dmatrix("log_emissions"),
+        at.dmatrix("log_transitions"),
+        at.dvector("log_start"),
+    )
+
+    def forward(log_emission, alpha):
+        return at.logsumexp(alpha[:, None] + log_transitions, axis=0) + log_emission
+
+    alphas, _ = aesara.scan(forward, sequences=[log_emissions], outputs_info=[log_start], mode=FAST_RUN_IN_PYTHON)
+    log_likelihood = at.logsumexp(alphas[-1])
+    inputs = [log_emissions, log_transitions, log_start]
+    outputs = [log_likelihood, *aesara.grad(log_likelihood, [log_emissions, log_transitions])]
+    rng = np.random.default_rng(0)
+    emissions = -1000.0 + rng.normal(size=(4, 3))
+    transitions = np.log(rng.dirichlet(np.ones(3), size=3))
+    _assert_as_fast_run(inputs, outputs, emissions, transitions, np.log(np.ones(3) / 3))
