@@ -6,7 +6,8 @@ when it is there. JAX knows every shape while tracing, so aejax does without
 it (`aejax.linker.rewrites`) and keeps, in these rewrites, the
 simplifications its graphs need from it: shapes read per axis, through
 views of an array (`VIEWS`), whole slices and fills dropped, and no check
-made for a value of which only the shape is read.
+made for a value of which only the shape is read; and, shaped by their
+inputs (`ShapedByInputs`), Aesara's rewrites that would not stop without it.
 """
 
 from __future__ import annotations
