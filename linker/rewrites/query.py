@@ -154,7 +154,7 @@ def _register_shaped_by_inputs() -> None:
     for database_name in ("canonicalize", "specialize"):
         database = optdb[database_name]
         for name in SELF_SHAPED:
-            if name in database:
+            if name in database._names:  # `in` is also true of a name looked up before (a defaultdict)
                 copy = ShapedByInputs(database, name)
                 database.register(f"{name}_shaped_by_inputs", copy, SHAPED_BY_INPUTS, use_db_name_as_tag=False)
 
