@@ -12,27 +12,36 @@
   ``jax_boolean_indexing_set_or_inc`` turns ``set_subtensor(x[mask], y)``
   into ``where(mask, y, x)``, wrong whenever ``y`` has one row per selected
   element;
-- excluded: ``inplace`` (JAX arrays are immutable; in-place Ops only add
-  destroy-handler work), ``cxx_only`` and ``BlasOpt`` (C and BLAS Ops with no
-  JAX lowering), ``fusion`` (XLA fuses elementwise work itself; Aesara's
-  `Composite` loops would only hide the graph from it), ``scan_save_mem``
-  (replaced by ours, below), ``scan_merge`` (replaced by
+- excluded, each with what it would change in values (none stabilizes:
+  ``tests/rewrites/test_stability.py`` gives FAST_RUN's values without
+  them): ``inplace`` (JAX arrays are immutable; in-place Ops only add
+  destroy-handler work; values: none), ``cxx_only`` (C Ops of sparse
+  products, with no JAX lowering; values: none) and ``BlasOpt`` (``dot`` as
+  C and BLAS Ops with no JAX lowering; values: the order of a product's
+  sums, rounding only), ``fusion`` (XLA fuses elementwise work itself;
+  Aesara's `Composite` loops would only hide the graph from it; values:
+  none, the same scalar operations), ``scan_save_mem`` (replaced by ours,
+  below; values: none, buffer sizes), ``scan_merge`` (replaced by
   `FixedLengthScanMerge`: Aesara's merges until loops whose conditions look
-  alike but stop at different steps), ``local_subtensor_merge`` (it folds ``x[a:b][c:d]``
+  alike but stop at different steps; values: none),
+  ``local_subtensor_merge`` (it folds ``x[a:b][c:d]``
   into one slice whose bounds are ``switch`` expressions over the lengths;
   XLA slices a slice for free, while the merged bounds grow the graph: in an
   RNN gradient it ran 1,136 times, took 60% of Aesara's rewriting and left
-  279 nodes instead of 76), ``ShapeOpt`` (Aesara's `ShapeFeature`, which
+  279 nodes instead of 76; values: none, integer bounds), ``ShapeOpt`` (Aesara's `ShapeFeature`, which
   infers a symbolic shape for every node the rewrites add, each Scan's inner
   graph included: more than half of the rewriting of an RNN gradient; JAX
   knows every shape while tracing, and the lowering reads a run-time length
-  where it needs one) and the rewrites that misbehave without that feature:
+  where it needs one; values: none itself, the rewrites that need it are
+  below or in `aejax.linker.rewrites.shape`) and the rewrites that misbehave without that feature:
   ``local_adv_sub1_adv_inc_sub1`` reads it without checking that it is
-  there, ``local_fill_to_alloc`` would turn ``zeros_like(x)`` into
+  there (values: ``set_subtensor(x[i], y)[i]`` read as ``y``, which differs
+  where ``i`` repeats an index), ``local_fill_to_alloc`` would turn ``zeros_like(x)`` into
   ``alloc(0, x.shape)``, which needs the length of a selection
   ``x[nonzero(m)]`` while tracing, where the elementwise ``fill`` keeps it
-  masked (`aejax.linker.lengths.masked`), and four rewrites that would never stop
-  (`SELF_SHAPED`). Aesara's
+  masked (`aejax.linker.lengths.masked`; values: none), and four rewrites that would never stop
+  (`SELF_SHAPED`), which do change values: they run as `ShapedByInputs`
+  instead (`SHAPED_BY_INPUTS`). Aesara's
   ``jax_shape_parameter_as_tuple`` / ``jax_size_parameter_as_tuple`` are not
   needed: the lowering evaluates concrete shape arithmetic with numpy while
   tracing.
@@ -60,21 +69,29 @@ Scan's sequences any more, `ScanSequenceBounds` gives an integer sequence
 from whose rows the step makes a size (``arange(2, y_t + 1)``) the bounds of
 its values, so the lowering can allocate that size.
 
-A Scan's inner graph is traced as it is, but for the Scan rewrites above
-and the rewrites the Scan's own mode asks for by name or tag
-(`rewrites_asked_by`), as Aesara's backends compile it with that mode.
+A Scan's inner graph is rewritten by the Scan lowering with this query up
+to `STEP_REWRITES_END`, and by what the Scan's own mode asks for by name or
+tag (`step_rewrites`), as Aesara's backends compile it with that mode.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
-from aesara.compile.mode import get_mode
+from aesara.compile.mode import get_mode, optdb
 from aesara.graph.rewriting.basic import GraphRewriter, SequentialGraphRewriter, in2out
-from aesara.graph.rewriting.db import RewriteDatabase, RewriteDatabaseQuery
+from aesara.graph.rewriting.db import RewriteDatabaseQuery
 
 from aejax.linker.rewrites.scan import FixedLengthScanMerge, keep_last, sequence_bounds, sequences_uncut
-from aejax.linker.rewrites.shape import AxisLengthThroughViews, FillOfChecked, ShapeAsEntries, UselessFill, WholeSlices
+from aejax.linker.rewrites.shape import (
+    AxisLengthThroughViews,
+    FillOfChecked,
+    ShapeAsEntries,
+    ShapedByInputs,
+    UselessFill,
+    WholeSlices,
+)
 
 early_rewrites = SequentialGraphRewriter(
     in2out(
@@ -119,10 +136,41 @@ SEQUENCE_BOUNDS_POSITION = 48.9
 SELF_SHAPED = ("local_pow_canonicalize", "local_zero_div", "local_mul_specialize", "local_div_to_reciprocal")
 """Aesara rewrites that, without its `ShapeFeature`, shape their replacement by the shape of the very
 output they replace (``broadcast_like``), which keeps that output in the graph: the rewrite then fires
-again forever (``x ** 0``, the second derivative of ``x ** 2``). XLA simplifies what they would."""
+again forever (``x ** 0``, the second derivative of ``x ** 2``). They run as `ShapedByInputs`, under
+`SHAPED_BY_INPUTS`, where Aesara registers them."""
+
+SHAPED_BY_INPUTS = "aejax_shaped_by_inputs"
+"""The tag of the `ShapedByInputs` copies of `SELF_SHAPED`, which only the AEJAX mode includes.
+
+Their values count: ``local_mul_specialize`` turns canonicalization's
+``mul(-1, sigmoid(u))`` back into ``neg(sigmoid(u))``, the form Aesara's
+``log1p_neg_sigmoid`` stabilizes (``log1p(-sigmoid(u))`` is ``-u``, not
+``-inf``, for ``u`` above 37); ``local_zero_div`` makes ``0 / x`` zero
+where ``x`` is zero too, and ``local_mul_specialize`` ``0 * x`` zero where
+``x`` is ``inf`` or ``nan`` (``nan`` otherwise), as under FAST_RUN."""
+
+
+def _register_shaped_by_inputs() -> None:
+    for database_name in ("canonicalize", "specialize"):
+        database = optdb[database_name]
+        for name in SELF_SHAPED:
+            if name in database._names:  # `in` is also true of a name looked up before (a defaultdict)
+                copy = ShapedByInputs(database, name)
+                database.register(f"{name}_shaped_by_inputs", copy, SHAPED_BY_INPUTS, use_db_name_as_tag=False)
+
+
+_register_shaped_by_inputs()
+
+STEP_REWRITES_END = 3.0
+"""Where the rewrites of a Scan's inner graph end: after Aesara's specialization (2), before ``uncanonicalize`` (3).
+
+The rest (``uncanonicalize``, ``specialize_device``, `ScanSequenceBounds`, the last merges), run on each
+inner graph, gave aehmc's NUTS 135 evaluations of the potential for 42 positions, 44 for 44 without
+it (``tests/scan/test_nested_invariants.py``); it stabilizes nothing (``specialize_device`` writes
+``x ** n`` as products, a change of rounding)."""
 
 JAX_REWRITES = RewriteDatabaseQuery(
-    include=["fast_run"],
+    include=["fast_run", SHAPED_BY_INPUTS],
     exclude=[
         "cxx_only",
         "BlasOpt",
@@ -151,25 +199,39 @@ OPTIMIZATION_LEVELS = frozenset({"fast_run", "fast_compile", "merge", "fusion", 
 optimizers and the JAX and Numba modes include them)."""
 
 
-def rewrites_asked_by(mode: Any) -> GraphRewriter | None:
-    """The rewrites a Scan's own ``mode`` asks for by name or tag beyond an optimization level; ``None`` if none.
+def step_rewrites(mode: Any) -> GraphRewriter:
+    """The rewrites of the inner graph of a Scan whose own mode is ``mode``.
 
-    Aesara compiles a Scan's inner graph with the Scan's mode, so
-    ``scan(..., mode=Mode().including("local_remove_all_assert"))`` removes
-    the step's asserts; the JAX lowering traces the inner graph without
-    Aesara's rewrites, and runs these (without what the AEJAX mode excludes).
+    Aesara compiles a Scan's inner graph with the Scan's mode (``Scan.fn``),
+    FAST_RUN's rewrites by default, so its stabilizing rewrites reach the
+    loop's step: ``logsumexp`` of a step's values near -2000 is -2000, not
+    ``-inf``. The lowering rewrites the inner graph of each Scan (nested
+    ones as each is lowered) with the AEJAX mode's query, which decides the
+    optimization level itself, as for the outer graph; the Scan's mode adds
+    what it asks for by name or tag beyond an optimization level
+    (``scan(..., mode=Mode().including("local_remove_all_assert"))`` removes
+    the step's asserts) and removes what it excludes.
+
+    The query runs up to `STEP_REWRITES_END`, then its rewrites but the
+    Scan rewrites once more: specialization can make two copies of a value
+    alike after the last merge, as in the gradient of ``log1p(-sigmoid(x))``
+    in a nested step, ``g / (1 - s) * s * (1 - s)``, whose copies of
+    ``1 - s`` then cancel only in the second pass (``nan`` at ``x = 40``
+    otherwise, where FAST_RUN gives -1). The Scan rewrites would rebuild the
+    nested Scans in each pass.
     """
-    mode = get_mode(mode)
-    query = mode.provided_optimizer
+    query = get_mode(mode).provided_optimizer
     if not isinstance(query, RewriteDatabaseQuery):
-        return None
-    asked = [tag for tag in query.include if tag not in OPTIMIZATION_LEVELS]
-    if not asked:
-        return None
-    exclude = [*JAX_REWRITES.exclude, *query.exclude]
-    within = RewriteDatabaseQuery(include=asked, exclude=exclude)
-    # a rewrite registered in a sub-database (canonicalize, ...) is found only when its database is selected
-    databases = [name for name in mode.optdb._names if isinstance(mode.optdb[name], RewriteDatabase)]
-    return mode.optdb.query(
-        RewriteDatabaseQuery(include=[*asked, *databases], exclude=exclude, subquery=dict.fromkeys(databases, within))
+        return _step_rewrites((), ())
+    asked = tuple(tag for tag in query.include if tag not in OPTIMIZATION_LEVELS)
+    return _step_rewrites(asked, tuple(query.exclude))
+
+
+@cache
+def _step_rewrites(asked: tuple[str, ...], excluded: tuple[str, ...]) -> GraphRewriter:
+    include, exclude = [*JAX_REWRITES.include, *asked], [*JAX_REWRITES.exclude, *excluded]
+    whole = RewriteDatabaseQuery(
+        include, exclude=exclude, position_cutoff=STEP_REWRITES_END, extra_rewrites=JAX_REWRITES.extra_rewrites
     )
+    again = RewriteDatabaseQuery(include, exclude=[*exclude, "scan"], position_cutoff=STEP_REWRITES_END)
+    return SequentialGraphRewriter(optdb.query(whole), optdb.query(again))

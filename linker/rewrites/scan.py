@@ -25,7 +25,7 @@ import aesara.tensor as at
 import numpy as np
 from aesara.graph.basic import Apply, Constant, Variable, ancestors, io_toposort
 from aesara.graph.fg import FunctionGraph
-from aesara.graph.rewriting.basic import NodeRewriter, SequentialGraphRewriter, in2out
+from aesara.graph.rewriting.basic import NodeRewriter, in2out
 from aesara.raise_op import CheckAndRaise
 from aesara.scalar.basic import Cast
 from aesara.scan.op import Scan
@@ -298,10 +298,6 @@ def _unwrapped(count: Variable) -> Variable:
 
 sequences_uncut = in2out(ScanSequencesUncut(), name="scan_sequences_uncut", ignore_newtrees=True)
 keep_last = in2out(ScanKeepLast(), name="scan_keep_last", ignore_newtrees=True)
-
-scan_rewrites = SequentialGraphRewriter(sequences_uncut, keep_last)
-"""aejax's Scan rewrites over a whole graph, one pass each (each leaves the Scans it
-makes alone), as the Scan lowering runs them on Scans' inner graphs."""
 
 
 class FixedLengthScanMerge(ScanMerge):

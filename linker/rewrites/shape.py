@@ -6,7 +6,8 @@ when it is there. JAX knows every shape while tracing, so aejax does without
 it (`aejax.linker.rewrites`) and keeps, in these rewrites, the
 simplifications its graphs need from it: shapes read per axis, through
 views of an array (`VIEWS`), whole slices and fills dropped, and no check
-made for a value of which only the shape is read.
+made for a value of which only the shape is read; and, shaped by their
+inputs (`ShapedByInputs`), Aesara's rewrites that would not stop without it.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 import aesara.tensor as at
-from aesara.graph.basic import Variable
+from aesara.graph.basic import Variable, ancestors, clone_replace
 from aesara.graph.fg import FunctionGraph
 from aesara.graph.rewriting.basic import NodeRewriter
 from aesara.raise_op import CheckAndRaise
 from aesara.scalar.basic import Second
 from aesara.tensor.basic import MakeVector, ScalarFromTensor, TensorFromScalar
 from aesara.tensor.elemwise import DimShuffle, Elemwise
+from aesara.tensor.extra_ops import broadcast_shape
 from aesara.tensor.rewriting.basic import local_useless_fill
 from aesara.tensor.shape import Shape, Shape_i, Unbroadcast
 from aesara.tensor.subtensor import Subtensor, get_constant_idx
@@ -149,3 +151,37 @@ class FillOfChecked(NodeRewriter):
         if not isinstance(getattr(checked.owner, "op", None), CheckAndRaise):
             return False
         return [node.op(checked.owner.inputs[0], value)]
+
+
+class ShapedByInputs(NodeRewriter):
+    """Aesara's elementwise rewrite ``rewriter``, its replacement shaped by the node's inputs, not by its output.
+
+    Without the feature, Aesara's ``broadcast_like`` shapes a replacement
+    that must broadcast (``mul(0, x)`` as zeros, ``x ** 0`` as ones) by the
+    shape of the very output it replaces: that output stays in the graph and
+    the rewrite fires on it again, forever. Here that shape is the broadcast
+    of the inputs' shapes, as the feature infers the shape of an
+    elementwise output. ``rewriter`` is the name of Aesara's rewrite in
+    ``database`` (its object does not pickle).
+    """
+
+    def __init__(self, database: Any, rewriter: str):
+        self.database = database
+        self.rewriter = rewriter
+
+    def tracks(self) -> list[Any]:
+        return self.database[self.rewriter].tracks()
+
+    def transform(self, fgraph: FunctionGraph, node: Any, *args: Any, **kwargs: Any) -> Any:
+        replacements = self.database[self.rewriter].transform(fgraph, node)
+        if not isinstance(replacements, list):
+            return replacements
+        own_shapes = [
+            v
+            for v in ancestors(replacements, blockers=fgraph.variables)
+            if v.owner is not None and isinstance(v.owner.op, Shape) and v.owner.inputs[0] in node.outputs
+        ]
+        if not own_shapes:
+            return replacements
+        shape = at.as_tensor_variable(broadcast_shape(*node.inputs), dtype="int64")
+        return clone_replace(replacements, dict.fromkeys(own_shapes, shape))
