@@ -12,6 +12,8 @@ MAY_IMPORT = {
     "errors": set(),
     "checks": set(),
     "graph": set(),
+    "mesh": set(),
+    "loader": set(),
     "lengths": LEAVES,
     "trace": LEAVES | {"lengths"},
     "rewrites": LEAVES,

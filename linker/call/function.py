@@ -38,14 +38,13 @@ from __future__ import annotations
 import copyreg
 from typing import Any
 
-import numpy as np
-from aesara import config
 from aesara.compile.function.types import Function, FunctionMaker
 
 from aejax.adapters.resident import taking_storage
 from aejax.linker.call.device_call import DeviceDirectCall
 from aejax.linker.call.direct_call import NOT_EXACT, DirectCall, Returning
 from aejax.linker.program.collection import collection_paused
+from aejax.linker.rewrites import folding_in_python
 
 
 class AejaxFunction(Function):
@@ -116,13 +115,9 @@ class AejaxDeviceFunction(AejaxFunction):
 class AejaxFunctionMaker(FunctionMaker):
     """Aesara's `FunctionMaker`, building `AejaxFunction`s.
 
-    It rewrites the graph with ``config.cxx`` empty: Aesara's constant
-    folding runs each folded node through the Op's thunk, which by default
-    compiles the Op's C code (about 40 s for an RNN gradient on an empty
-    Aesara cache), while a JAX function needs none of it; the Op's Python
-    code folds the same constants. It does so with numpy's floating-point
-    warnings off, as C code folds them (``log1p(-1.0)`` is ``-inf``, silently),
-    and with Python's garbage collection paused (`collection_paused`).
+    It rewrites the graph folding constants with Python code
+    (`aejax.linker.rewrites.folding_in_python`: no C compilation) and with
+    Python's garbage collection paused (`collection_paused`).
 
     Its functions take the storage of resident shared variables
     (`aejax.adapters.resident`) without synchronising it: they read the
@@ -131,7 +126,7 @@ class AejaxFunctionMaker(FunctionMaker):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("function_builder", AejaxFunction)
-        with config.change_flags(cxx=""), np.errstate(all="ignore"), collection_paused():
+        with folding_in_python(), collection_paused():
             super().__init__(*args, **kwargs)
 
     def create(self, *args: Any, **kwargs: Any) -> Any:
