@@ -1,8 +1,8 @@
 """The graph rewrites of the ``"AEJAX"`` mode.
 
 - `query`: `JAX_REWRITES`, which of Aesara's rewrites run and where aejax's
-  own run among them; `step_rewrites`, those of a Scan's inner graph; `folding_in_python`,
-  the settings they run in.
+  own run among them; `step_rewrites`, those of a Scan's inner graph (`rewrite_step` applies
+  them); `folding_in_python`, the settings rewrites run in.
 - `scan`: aejax's rewrites of Scans (`ScanKeepLast`, `ScanSequencesUncut`,
   `FixedLengthScanMerge`).
 - `shape`: rewrites that stand in for Aesara's `ShapeFeature`.
@@ -10,7 +10,7 @@
 May import only the leaf modules (`errors`, `checks`, `graph`).
 """
 
-from aejax.linker.rewrites.query import JAX_REWRITES, folding_in_python, step_rewrites
+from aejax.linker.rewrites.query import JAX_REWRITES, folding_in_python, rewrite_step, step_rewrites
 from aejax.linker.rewrites.scan import ScanKeepLast
 
-__all__ = ["JAX_REWRITES", "ScanKeepLast", "folding_in_python", "step_rewrites"]
+__all__ = ["JAX_REWRITES", "ScanKeepLast", "folding_in_python", "rewrite_step", "step_rewrites"]

@@ -217,6 +217,20 @@ def folding_in_python() -> Iterator[None]:
         yield
 
 
+def rewrite_step(inner: Any, mode: Any) -> None:
+    """Rewrite a Scan's inner graph in place with `step_rewrites` of the Scan's ``mode``, folding constants in Python.
+
+    A rewrite that fails on the step is skipped, whatever ``config.on_opt_error``
+    says: on a Scan nested in a step whose constants the step's rewrites made
+    broadcastable (aehmc's window adaptation: ``(1,) of 0`` for a ``(?,)`` loop
+    variable) Aesara's ``remove_constants_and_unused_inputs_scan`` and
+    ``scan_merge_inouts`` raise ``ValueError``, which Aesara's own compile of
+    that step never meets; the step stays as it was, and its values with it.
+    """
+    with folding_in_python(), config.change_flags(on_opt_error="ignore"):
+        step_rewrites(mode).rewrite(inner)
+
+
 def step_rewrites(mode: Any) -> GraphRewriter:
     """The rewrites of the inner graph of a Scan whose own mode is ``mode``.
 

@@ -82,7 +82,7 @@ from aejax.linker.lengths.ragged import (
     row_count,
     rows_padded,
 )
-from aejax.linker.rewrites import folding_in_python, step_rewrites
+from aejax.linker.rewrites import rewrite_step
 from aejax.linker.scan.carry import (
     Carry,
     SotWindow,
@@ -745,7 +745,6 @@ def invariants_moved_out(fgraph: FunctionGraph) -> bool:
 @jax_funcify.register(Scan)
 def _scan(op: Scan, node: Any = None, progress: Progress | None = None, **kwargs: Any) -> LoweredScan:
     inner = merged_inner_graph(op.fgraph)
-    with folding_in_python():  # as the outer graph is rewritten (`AejaxFunctionMaker`)
-        step_rewrites(op.mode).rewrite(inner)
+    rewrite_step(inner, op.mode)
     lowered = LoweredScan(op, node, jax_funcify(inner, **kwargs), inner, progress)  # nested Scans get no bar
     return takes_run_time_lengths(lowered, ragged=True, ranges=True)

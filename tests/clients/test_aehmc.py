@@ -297,3 +297,22 @@ def test_nuts_on_an_aeppl_logistic_regression_agrees_with_reference():
     assert_means_agree(ref_q, cand_q)
     assert_sds_agree(ref_q, cand_q, ratio=1.5)
     assert abs(cand_accept - ref_accept) < 0.15, (ref_accept, cand_accept)
+
+
+def test_window_adaptation_compiles_when_rewrite_errors_raise():
+    """aehmc's warmup nests Scans whose step rewrites made a constant broadcastable, where two of Aesara's Scan
+    rewrites raise; under ``on_opt_error=raise`` (as aehmc's own tests run) AEJAX skips them in steps, as Aesara's
+    compile of the step never meets them (was a LoweringError)."""
+    from aehmc import window_adaptation
+
+    srng = RandomStream(seed=0)
+    y_rv = srng.normal(1, 2)
+    y = y_rv.clone()
+    kernel = nuts.new_kernel(srng, lambda q: joint_logprob(realized={y_rv: q})[0])
+    state, (step_size, inverse_mass), updates = window_adaptation.run(
+        kernel, nuts.new_state(y, lambda q: joint_logprob(realized={y_rv: q})[0]), num_steps=60
+    )
+    with aesara.config.change_flags(on_opt_error="raise"):
+        warmup = aesara.function([y], [state[0], step_size, inverse_mass], updates=updates, mode="AEJAX")
+    position, step, inverse = warmup(3.0)
+    assert np.isfinite(position) and step > 0 and inverse > 0 and position != 3.0
