@@ -164,6 +164,11 @@ def interleave(
             return times
 
 
+def true_mean_text(true_mean: Sequence[float] | None) -> str:
+    """The true mean in a progress line: rounded, or "unknown" (a target whose mean has no closed form)."""
+    return "unknown" if true_mean is None else str(np.round(true_mean, 3).tolist())
+
+
 def select_programs(manifest: dict[str, Any], only: Sequence[str]) -> list[dict[str, Any]]:
     """The manifest's programs that ``only`` keeps: each word names a target, an implementation or a program.
 
@@ -215,7 +220,7 @@ def time_pair(
         check = record["check"]
         log(
             f"  {entry['name']} x{chains}: compile {record['compile_s']:.2f} s, first run {record['first_run_s']:.3f} s;"
-            f" mean {np.round(check['mean'], 3).tolist()} (true {np.round(check['true_mean'], 3).tolist()}),"
+            f" mean {np.round(check['mean'], 3).tolist()} (true {true_mean_text(check['true_mean'])}),"
             f" acceptance {check['acceptance']:.3f}, finite {check['finite']}, shapes ok {check['shapes_ok']}"
         )
         save(record)

@@ -59,7 +59,8 @@ class Target:
     name: str
     setup_name: str
     """The name of the `workloads` function that builds its ``NutsSetup`` from a number of transitions."""
-    true_mean: Callable[[], np.ndarray]
+    true_mean: Callable[[], np.ndarray] | None
+    """``None`` where it is not known in closed form (the eight schools)."""
 
 
 ChainsFunction = Callable[[Any, Any], tuple[Any, Any, Any]]
@@ -140,6 +141,7 @@ def _logistic_logdensity(X: np.ndarray, y: np.ndarray, betas: np.ndarray) -> np.
 TARGETS = {
     "gaussian": Target("gaussian", "gaussian_setup", gaussian_mean),
     "logistic": Target("logistic", "logistic_setup", logistic_mean),
+    "eight_schools": Target("eight_schools", "eight_schools_setup", None),
 }
 
 
@@ -297,7 +299,7 @@ def write_program(program: ChainProgram, out: Path, chain_counts: Sequence[int])
         "dims": program.dims,
         "step_size": program.step_size,
         "seed": program.seed,
-        "true_mean": program.target.true_mean().tolist(),
+        "true_mean": None if program.target.true_mean is None else program.target.true_mean().tolist(),
         "burn_in": min(BURN_IN, program.transitions // 2),
         "bytes": len(serialized),
         "build_s": round(time.perf_counter() - start, 2),
@@ -315,13 +317,38 @@ def copy_flatbuffers(out: Path) -> None:
     shutil.copytree(Path(flatbuffers.__file__).parent, destination, ignore=ignore)
 
 
-def write_programs(programs: Sequence[ChainProgram], out: Path, chain_counts: Sequence[int] = CHAIN_COUNTS) -> dict:
-    """Write ``programs``, the ``flatbuffers`` copy and the manifest into ``out``; the manifest."""
+def leapfrog_steps(programs: Sequence[ChainProgram]) -> dict[str, float]:
+    """Leapfrog steps per transition of each program, by name, counted here on one chain from zero.
+
+    `workloads.nuts_gradients` counts aehmc's by a host callback in front of
+    the log-density (which an exported program cannot hold) and NumPyro's by
+    its ``num_steps``; the seed and settings are the programs', in the
+    precision JAX has (64 bits under ``build --leapfrog``: aehmc's graph is float64, and so is the counter's callback).
+    """
+    workloads = _workloads()
+    counted = {}
+    for target, transitions in dict.fromkeys((p.target, p.transitions) for p in programs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            counted[target.name] = workloads.nuts_gradients(getattr(workloads, target.setup_name)(transitions))
+    return {p.name: counted[p.target.name]["jax" if p.implementation == "numpyro" else "aejax"] for p in programs}
+
+
+def write_programs(
+    programs: Sequence[ChainProgram], out: Path, chain_counts: Sequence[int] = CHAIN_COUNTS, count_steps: bool = False
+) -> dict:
+    """Write ``programs``, the ``flatbuffers`` copy and the manifest into ``out``; the manifest.
+
+    With ``count_steps`` each entry holds its `leapfrog_steps` per transition.
+    """
     out.mkdir(parents=True, exist_ok=True)
     copy_flatbuffers(out)
+    steps = leapfrog_steps(programs) if count_steps else {}
     entries = []
     for program in programs:
         entries.append(write_program(program, out, chain_counts))
+        if program.name in steps:
+            entries[-1]["leapfrog_steps_per_transition"] = steps[program.name]
         print(f"{program.name}: {entries[-1]['bytes']} bytes in {entries[-1]['build_s']} s", flush=True)
     manifest = {
         "jax_version": jax.__version__,
@@ -355,9 +382,11 @@ def folder_bytes(folder: Path) -> int:
 
 
 def build(args: argparse.Namespace) -> None:
-    """The ``build`` subcommand."""
+    """The ``build`` subcommand (the programs are exported in 32 bits whatever JAX's precision)."""
+    if args.leapfrog:  # counting runs aehmc's float64 graph through a host callback of float64 values
+        jax.config.update("jax_enable_x64", True)
     programs = make_programs(args.targets, args.transitions, args.implementations)
-    write_programs(programs, args.out, args.chains)
+    write_programs(programs, args.out, args.chains, args.leapfrog)
     print(f"{args.out}: {folder_bytes(args.out) / 2**20:.2f} MiB in all")
 
 
@@ -463,6 +492,67 @@ def table(args: argparse.Namespace) -> None:
     print("\n\n".join(render(json.loads(Path(path).read_text())) for path in args.results))
 
 
+def ess_row(entry: dict[str, Any], record: dict[str, Any], positions: np.ndarray) -> dict[str, Any]:
+    """A program's ESS at one chain count: the smaller bulk ESS of its first two coordinates over the second half
+    of its first call's transitions, per second of the calls' median time, per draw and per leapfrog step."""
+    import arviz as az
+
+    kept = positions[:, positions.shape[1] // 2 :]
+    ess = min(float(az.ess(np.ascontiguousarray(kept[..., k]), method="bulk")) for k in range(2))
+    draws = kept.shape[0] * kept.shape[1]
+    row = {"name": entry["name"], "target": entry["target"], "implementation": entry["implementation"]}
+    row |= {"chains": record["chains"], "median_ms": record["median_ms"], "ess": ess, "ess_per_draw": ess / draws}
+    row["ess_per_s"] = ess / (record["median_ms"] / 1000 * kept.shape[1] / positions.shape[1])
+    steps = entry.get("leapfrog_steps_per_transition")
+    row["leapfrog_steps_per_transition"] = steps
+    row["ess_per_step"] = ess / (draws * steps) if steps else None
+    return row
+
+
+def ess_rows(manifest: dict, results: dict, outputs: Path) -> list[dict[str, Any]]:
+    """`ess_row` of every timed program whose outputs were saved, each with aejax's figures over NumPyro's."""
+    entries = {entry["name"]: entry for entry in manifest["programs"]}
+    rows = []
+    for record in results["programs"]:
+        saved = outputs / f"{record['name']}-{record['chains']}.npz"
+        if "median_ms" in record and saved.exists():
+            with np.load(saved) as arrays:
+                rows.append(ess_row(entries[record["name"]], record, arrays["positions"]))
+    anchors = {(r["target"], r["chains"]): r for r in rows if r["implementation"] == "numpyro"}
+    for row in rows:
+        anchor = anchors.get((row["target"], row["chains"]))
+        for name in ("ess_per_s", "ess_per_draw", "ess_per_step"):
+            mine, theirs = row[name], anchor and anchor[name]
+            row[f"{name} / NumPyro"] = mine / theirs if mine and theirs else None
+    return rows
+
+
+ESS_COLUMNS = (
+    "name",
+    "chains",
+    "median_ms",
+    "leapfrog_steps_per_transition",
+    "ess",
+    "ess_per_s",
+    "ess_per_s / NumPyro",
+    "ess_per_draw",
+    "ess_per_draw / NumPyro",
+    "ess_per_step",
+    "ess_per_step / NumPyro",
+)
+
+
+def ess(args: argparse.Namespace) -> None:
+    """The ``ess`` subcommand: a markdown table of `ess_rows`, under the runner's platform."""
+    results = json.loads(args.results.read_text())
+    rows = ess_rows(json.loads((args.dir / MANIFEST).read_text()), results, args.outputs)
+    print(f"### {platform_title(results)}\n")
+    print("| " + " | ".join(ESS_COLUMNS) + " |\n" + "|---" * len(ESS_COLUMNS) + "|")
+    print("\n".join("| " + " | ".join(cell(row[c]) for c in ESS_COLUMNS) + " |" for row in rows))
+    if args.save:
+        args.save.write_text(json.dumps({"platform": platform_title(results), "rows": rows}, indent=1) + "\n")
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -472,6 +562,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     build_parser.add_argument("--implementations", nargs="+", choices=list(BUILDERS), default=list(IMPLEMENTATIONS))
     build_parser.add_argument("--chains", nargs="+", type=int, default=list(CHAIN_COUNTS))
     build_parser.add_argument("--transitions", type=int, default=TRANSITIONS)
+    build_parser.add_argument(
+        "--leapfrog", action="store_true", help="count each program's leapfrog steps per transition (slow)"
+    )
     build_parser.set_defaults(run=build)
     table_parser = commands.add_parser("table", help="tables of the runner's results")
     table_parser.add_argument("results", nargs="+")
@@ -480,6 +573,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ops_parser = commands.add_parser("ops", help="count the batched gathers and scatters of the exported programs")
     ops_parser.add_argument("dir", type=Path)
     ops_parser.set_defaults(run=ops)
+    ess_parser = commands.add_parser("ess", help="ESS of the draws the runner saved (--save-outputs), per second")
+    ess_parser.add_argument("dir", type=Path, help="the programs' folder (its manifest)")
+    ess_parser.add_argument("results", type=Path, help="the runner's results file")
+    ess_parser.add_argument("outputs", type=Path, help="the folder the runner's --save-outputs wrote")
+    ess_parser.add_argument("--save", type=Path, help="write the rows as JSON")
+    ess_parser.set_defaults(run=ess)
     return parser.parse_args(argv)
 
 

@@ -39,6 +39,7 @@ from aesara.graph.op import Op
 from aesara.ifelse import ifelse
 from aesara.scan.utils import until
 from aesara.tensor.random.utils import RandomStream
+from eight_schools_numpyro import MU_SCALE, STANDARD_ERRORS, TAU_SCALE, TREATMENT_EFFECTS
 from jax import lax
 
 from aejax.linker import CallbackWarning
@@ -614,6 +615,31 @@ def softplus_logprob(X: np.ndarray, y: np.ndarray) -> Callable[[Any], Any]:
 def nuts_softplus(transitions: int, step_size: float = 0.15, seed: int = 3) -> Workload:
     """NUTS on the logistic regression of `nuts_logistic` written with ``at.softplus``: ``transitions`` per call."""
     return nuts_regression("NUTS softplus regression", softplus_logprob, transitions, step_size, seed)
+
+
+def eight_schools_logprob(q: Any, math: Any) -> Any:
+    """The non-centered eight schools' log-density at ``q = (mu, log tau, theta_tilde...)``, the Jacobian of
+    ``tau = exp(log tau)`` included, up to a constant; ``math`` is ``aesara.tensor`` or ``jax.numpy``.
+
+    The model and data of ``eight_schools_numpyro.py``, NumPyro's own.
+    """
+    mu, log_tau, theta_tilde = q[0], q[1], q[2:]
+    tau = math.exp(log_tau)
+    residuals = (np.array(TREATMENT_EFFECTS) - (mu + tau * theta_tilde)) / np.array(STANDARD_ERRORS)
+    return (
+        -0.5 * (mu / MU_SCALE) ** 2
+        - math.log1p((tau / TAU_SCALE) ** 2)
+        + log_tau
+        - 0.5 * math.sum(theta_tilde**2)
+        - 0.5 * math.sum(residuals**2)
+    )
+
+
+def eight_schools_setup(transitions: int, step_size: float = 0.3, seed: int = 11) -> NutsSetup:
+    """The NUTS setup of the eight schools (10 dimensions) at a fixed step size and a unit mass matrix."""
+    logprob = partial(eight_schools_logprob, math=at)
+    potential = lambda q: -eight_schools_logprob(q, jnp)  # noqa: E731
+    return NutsSetup(logprob, potential, transitions, step_size, 10, seed)
 
 
 SGD_SIZES = (128, 1024, 2048)

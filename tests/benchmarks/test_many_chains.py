@@ -114,3 +114,24 @@ def test_the_tables_and_op_counts(run, capsys):
     assert aejax_ops["tpu"]["batched gathers"] == aejax_ops["tpu"]["batched scatters"] == 0
     many_chains.ops(argparse.Namespace(dir=outputs.parent / "programs"))
     assert "| aejax-gaussian | tpu |" in capsys.readouterr().out
+
+
+def test_eight_schools_exported_with_leapfrog_steps_and_the_ess_of_the_runner_s_draws(tmp_path):
+    pytest.importorskip("arviz")
+    programs = many_chains.make_programs(["eight_schools"], transitions=8)
+    manifest = many_chains.write_programs(programs, tmp_path / "programs", (CHAINS,), count_steps=True)
+    assert all(
+        entry["true_mean"] is None and entry["leapfrog_steps_per_transition"] >= 1 for entry in manifest["programs"]
+    )
+    chains_runner = pytest.importorskip("chains_runner")
+    results_file, outputs = tmp_path / "results.json", tmp_path / "outputs"
+    options = ["--out", str(results_file), "--pair-s", "0.1", "--max-calls", "3", "--save-outputs", str(outputs)]
+    chains_runner.main([str(tmp_path / "programs"), *options])
+    rows = many_chains.ess_rows(manifest, json.loads(results_file.read_text()), outputs)
+    assert sorted(row["implementation"] for row in rows) == ["aejax", "numpyro"]
+    steps = {entry["name"]: entry["leapfrog_steps_per_transition"] for entry in manifest["programs"]}
+    for row in rows:  # the second half of 8 transitions is kept
+        assert row["ess"] > 0 and row["ess_per_draw"] == pytest.approx(row["ess"] / (CHAINS * 4))
+        assert row["ess_per_step"] == pytest.approx(row["ess_per_draw"] / steps[row["name"]])
+    numpyro_row = next(row for row in rows if row["implementation"] == "numpyro")
+    assert numpyro_row["ess_per_step / NumPyro"] == 1.0

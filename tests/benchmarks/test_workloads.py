@@ -242,3 +242,30 @@ def test_runner_reports_time_per_transition_and_per_gradient():
     assert steps["gradient"] == pytest.approx({"aejax": 5e-5, "jax": 1e-5})
     assert run.sampler_cells(result) == ["200.0/100.0", "4.0/10.0", "50.00/10.00", "5.00"]
     assert run.per_step({"call": {"aejax": 1.0}}) is None
+
+
+def test_the_eight_schools_log_density_is_numpyro_s_model_s_in_both_aesara_and_jax():
+    """Against NumPyro's own model's potential energy (log tau unconstrained): equal up to one constant."""
+    pytest.importorskip("numpyro")
+    import eight_schools_numpyro
+    from numpyro.infer.util import potential_energy
+
+    points = np.random.default_rng(2).normal(size=(4, 10)) * [5.0, 1.0, *[1.0] * 8]
+    q = aesara.tensor.dvector("q")
+    logprob = aesara.function([q], workloads.eight_schools_setup(1).logprob(q), mode="FAST_COMPILE")
+    sigma, y = np.array(eight_schools_numpyro.STANDARD_ERRORS), np.array(eight_schools_numpyro.TREATMENT_EFFECTS)
+    numpyro_potentials = [
+        float(
+            potential_energy(
+                eight_schools_numpyro.model,
+                (sigma,),
+                {"y": y},
+                {"mu": point[0], "tau": point[1], "theta_tilde": point[2:]},
+            )
+        )
+        for point in points
+    ]
+    offsets = [logprob(point) + theirs for point, theirs in zip(points, numpyro_potentials)]
+    np.testing.assert_allclose(offsets, offsets[0], rtol=1e-9, atol=1e-9)
+    jax_potential = workloads.eight_schools_setup(1).potential
+    np.testing.assert_allclose([-float(jax_potential(point)) for point in points], [logprob(p) for p in points])
