@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -134,27 +134,41 @@ def measure_chains(variant: str, chains: int, routes: Sequence[str], args: argpa
     return runs
 
 
+def number(value: float | None, spec: str) -> str:
+    """``value`` formatted with ``spec``, or "-" as wide where it is unknown."""
+    return format("-", ">" + spec.split(".")[0]) if value is None else format(value, spec)
+
+
 def run_line(run: dict[str, Any]) -> str:
     """One run in a line: its wall time and stages, leapfrog steps, ESS and divergences."""
     stages = " ".join(f"{name} {value:.1f}" for name, value in run["seconds"].items())
     return (
-        f"first result {run['first_result_s']:.1f} s ({stages}), leapfrog {run['leapfrog_steps_per_transition']:.1f}, "
+        f"first result {run['first_result_s']:.1f} s ({stages}), "
+        f"leapfrog {number(run['leapfrog_steps_per_transition'], '.1f')}, "
         f"ESS {min(run['ess_bulk'].values()):.0f}, divergences {run['divergences']}, load {run['load_before']:.1f}"
     )
 
 
-def derived(run: dict[str, Any]) -> dict[str, float]:
-    """A run's figures of merit: ESS per second of sampling and of first result, per draw and per leapfrog step."""
+def derived(run: dict[str, Any]) -> dict[str, float | None]:
+    """A run's figures of merit: ESS per second of sampling and of first result, per draw and per leapfrog step
+    (``None`` where the route does not count its leapfrog steps: aehmc reports tree depths)."""
     ess = min(run["ess_bulk"].values())
     draws = run["chains"] * run["draws"]
     sampling = run["seconds"]["warmup"] + run["seconds"]["draws"]
+    steps = run["leapfrog_steps_per_transition"]
     return {
         "ess": ess,
         "ess_per_s": ess / sampling,
         "ess_per_first_s": ess / run["first_result_s"],
         "ess_per_draw": ess / draws,
-        "ess_per_step": ess / (draws * run["leapfrog_steps_per_transition"]),
+        "ess_per_step": None if steps is None else ess / (draws * steps),
     }
+
+
+def median_known(values: Iterable[float | None]) -> float | None:
+    """The median of the ``values`` that are known, ``None`` if none is."""
+    known = [value for value in values if value is not None]
+    return statistics.median(known) if known else None
 
 
 def summarize(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -169,21 +183,24 @@ def summarize(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"variant": variant, "chains": chains, "route": route, "runs": len(mine)}
         row["first_result_s"] = statistics.median(r["first_result_s"] for r in mine)
         row["seconds"] = {stage: statistics.median(r["seconds"][stage] for r in mine) for stage in mine[0]["seconds"]}
-        row["leapfrog_steps_per_transition"] = statistics.median(r["leapfrog_steps_per_transition"] for r in mine)
+        row["leapfrog_steps_per_transition"] = median_known(r["leapfrog_steps_per_transition"] for r in mine)
         row["divergences"] = statistics.median(r["divergences"] for r in mine)
-        row.update({name: statistics.median(derived(r)[name] for r in mine) for name in derived(mine[0])})
+        row.update({name: median_known(derived(r)[name] for r in mine) for name in derived(mine[0])})
         row["vs_numpyro"] = ratios(pairs)
         rows.append(row)
     return rows
 
 
 def ratios(pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, float]:
-    """Medians over rounds of a route's figures over NumPyro's own model's in the same round (none without it)."""
-    if not pairs:
-        return {}
-    found = {"first_result_s": statistics.median(r["first_result_s"] / a["first_result_s"] for r, a in pairs)}
+    """Medians over rounds of a route's figures over NumPyro's own model's in the same round (none without it, or
+    where the route does not know the figure)."""
+    found = {}
+    if pairs:
+        found["first_result_s"] = statistics.median(r["first_result_s"] / a["first_result_s"] for r, a in pairs)
     for name in ("ess_per_s", "ess_per_first_s", "ess_per_draw", "ess_per_step"):
-        found[name] = statistics.median(derived(r)[name] / derived(a)[name] for r, a in pairs)
+        known = [(derived(r)[name], derived(a)[name]) for r, a in pairs]
+        if known and all(mine is not None for mine, _ in known):
+            found[name] = statistics.median(mine / theirs for mine, theirs in known)
     return found
 
 
@@ -197,9 +214,9 @@ def table_row(row: dict[str, Any]) -> str:
     return (
         f"{row['variant']:7} {row['chains']:6d} {ROUTE_NAMES[row['route']]:24} {row['first_result_s']:8.1f} "
         f"{ratio('first_result_s')} {seconds['imports']:7.1f} {seconds['compile']:7.1f} {seconds['warmup']:7.1f} "
-        f"{seconds['draws']:7.1f} {row['leapfrog_steps_per_transition']:8.1f} {row['ess']:6.0f} "
+        f"{seconds['draws']:7.1f} {number(row['leapfrog_steps_per_transition'], '8.1f')} {row['ess']:6.0f} "
         f"{row['ess_per_s']:7.0f} {row['ess_per_first_s']:8.1f} {row['divergences']:4.0f} "
-        f"{row['ess_per_draw']:8.3f} {ratio('ess_per_draw')} {row['ess_per_step']:8.4f} {ratio('ess_per_step')}"
+        f"{row['ess_per_draw']:8.3f} {ratio('ess_per_draw')} {number(row['ess_per_step'], '8.4f')} {ratio('ess_per_step')}"
     )
 
 

@@ -63,3 +63,11 @@ def test_ratios_are_medians_of_each_round_s_ratio_to_numpyro_s_own_model():
     assert aehmc["ess_per_draw"] == 100.0 / 400 and aehmc["vs_numpyro"]["ess_per_draw"] == 0.25
     assert aehmc["ess_per_step"] == 100.0 / 2000 and aehmc["vs_numpyro"]["ess_per_step"] == 0.5
     assert "aehmc NUTS on aejax" in eight_schools.table(list(rows.values()))
+
+
+def test_a_route_that_counts_no_leapfrog_steps_has_no_ess_per_step():
+    runs = [a_run("aehmc", 0, 30.0, 100.0, None), a_run("numpyro_model", 0, 10.0, 400.0, 10.0)]
+    aehmc = next(row for row in eight_schools.summarize(runs) if row["route"] == "aehmc")
+    assert aehmc["leapfrog_steps_per_transition"] is None and aehmc["ess_per_step"] is None
+    assert "ess_per_step" not in aehmc["vs_numpyro"] and aehmc["vs_numpyro"]["ess_per_draw"] == 0.25
+    assert " - " in eight_schools.table([aehmc])
