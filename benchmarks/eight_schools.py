@@ -252,7 +252,7 @@ def plot(rows: Sequence[dict[str, Any]], path: str) -> Path | None:
         axes.set_yticks([i + height * (len(counts) - 1) / 2 for i in range(len(routes))])
         axes.set_yticklabels([ROUTE_NAMES[route] for route in routes], fontsize=8)
         axes.invert_yaxis()
-        axes.set_xlabel("time to first result, s (imports + compile + warmup + draws; label: / NumPyro's own)")
+        axes.set_xlabel("time to first result, s (labels: over NumPyro's own model's)")
         axes.legend(fontsize=8)
 
     return figures.save(path, "Eight schools, a new user's first run", draw, size=(7.0, 0.5 * len(routes) + 1.6))

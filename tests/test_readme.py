@@ -232,7 +232,7 @@ def test_architecture_maps_every_module():
 
 
 def test_benchmark_options_in_the_docs_exist():
-    scripts = ("run.py", "compile_times.py", "many_chains.py", "chains_runner.py", "cold_start.py")
+    scripts = ("run.py", "compile_times.py", "many_chains.py", "chains_runner.py", "cold_start.py", "eight_schools.py")
     runners = "".join((ROOT / "benchmarks" / name).read_text() for name in scripts)
     options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", (DOCS / "benchmarks.rst").read_text()))
     assert {"--rounds", "--save", "--only", "--skip-c", "--cpu-sync-dispatch", "--load", "--rst", "--plot"} <= options
