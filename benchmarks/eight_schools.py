@@ -74,7 +74,11 @@ def environment(compiledir: str) -> dict[str, str]:
 
 
 def run_once(route: str, chains: int, args: argparse.Namespace, compiledir: str) -> dict[str, Any]:
-    """One run of ``route`` in a new process: the JSON it writes, with its wall time and the load around it."""
+    """One run of ``route`` in a new process: the JSON it writes, with its wall time and the load around it.
+
+    A run that fails is kept as its route, chain count, exit status and the
+    end of its stderr (``failed``): the other runs still make the table.
+    """
     with tempfile.TemporaryDirectory(prefix="eight-schools-") as folder:
         json_path = Path(folder) / "result.json"
         load = os.getloadavg()[0]
@@ -84,7 +88,7 @@ def run_once(route: str, chains: int, args: argparse.Namespace, compiledir: str)
         )
         wall = time.perf_counter() - start
         if done.returncode != 0:
-            raise RuntimeError(f"route {route} at {chains} chains failed ({done.returncode}):\n{done.stderr[-4000:]}")
+            return {"route": route, "chains": chains, "failed": done.returncode, "stderr": done.stderr[-4000:]}
         result = json.loads(json_path.read_text())
     return {**result, "first_result_s": wall, "load_before": load, "load_after": os.getloadavg()[0]}
 
@@ -140,7 +144,9 @@ def number(value: float | None, spec: str) -> str:
 
 
 def run_line(run: dict[str, Any]) -> str:
-    """One run in a line: its wall time and stages, leapfrog steps, ESS and divergences."""
+    """One run in a line: its wall time and stages, leapfrog steps, ESS and divergences (or how it failed)."""
+    if "failed" in run:
+        return f"FAILED (exit status {run['failed']}): {run['stderr'].strip().splitlines()[-1:]}"
     stages = " ".join(f"{name} {value:.1f}" for name, value in run["seconds"].items())
     return (
         f"first result {run['first_result_s']:.1f} s ({stages}), "
@@ -172,8 +178,10 @@ def median_known(values: Iterable[float | None]) -> float | None:
 
 
 def summarize(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per variant, chain count and route: medians of its runs, and medians of per-round ratios to NumPyro's."""
+    """One row per variant, chain count and route: medians of its runs, and medians of per-round ratios to NumPyro's
+    (failed runs left out)."""
     rows = []
+    runs = [r for r in runs if "failed" not in r]
     keys = list(dict.fromkeys((r["variant"], r["chains"], r["route"]) for r in runs))
     by_round = {(r["variant"], r["chains"], r["route"], r["round"]): r for r in runs}
     for variant, chains, route in keys:
