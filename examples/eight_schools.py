@@ -1,0 +1,364 @@
+"""Eight schools, non-centered: Stan-style warmup and NUTS draws on many chains, into ArviZ.
+
+The model (Rubin 1981; the standard data): each school's effect is
+``theta = mu + tau * theta_tilde`` and its measured effect ``y ~ N(theta, sigma)``,
+with ``mu ~ N(0, 5)``, ``tau ~ HalfCauchy(5)`` and ``theta_tilde ~ N(0, 1)``
+(8 of them). It is written with Aesara random variables; aeppl's
+``joint_logprob`` gives its log-density.
+
+**The constrained parameter.** ``tau`` is positive, so the samplers move
+``log_tau`` instead: aeppl's ``TransformValuesRewrite`` with a
+``LogTransform`` writes the density of ``log_tau``, Jacobian included. The
+transform makes a *new* value variable (in the log space) and replaces the
+one it was given: so ``tau`` must not be in ``realized`` (a value given there
+is dropped, and the graph asks for the new, unseen variable:
+``MissingInputError`` when the value is ``q[1]``, an unused input when it is a
+variable of its own). ``tau`` is passed to ``joint_logprob`` as a random
+variable instead; the value variables it returns (``mu``, ``log_tau``,
+``theta_tilde``) are replaced by slices of one position vector ``q`` of 10.
+The draws go back to ``tau = exp(log_tau)`` for ArviZ.
+
+**Routes** (``--route``), each on many chains at once:
+
+- ``aehmc`` (default): aehmc 0.0.11's ``window_adaptation`` (step size by dual
+  averaging, a diagonal mass matrix, Stan's windows) then its NUTS, compiled
+  with aejax's mode and run on all chains in one program by
+  `aejax.linker.many_chains`. Each chain adapts its own step size and mass
+  matrix. Warmup and draws are two compiled functions: the draws' graph takes
+  the step size, inverse mass matrix and start of a chain as inputs (one per
+  chain), so no loop is built from another loop's outputs (that made Aesara
+  spend minutes inferring shapes).
+- ``numpyro``: the same log-density exported by `aejax.linker.jaxify` as
+  NumPyro's ``NUTS(potential_fn=...)``, NumPyro's warmup, chains vectorized.
+- ``blackjax``: the exported log-density in BlackJAX's ``window_adaptation``
+  and ``nuts``, vmapped over the chains. BlackJAX 1.7.1 declares jax>=0.9 but
+  runs on jax 0.7.1; install it apart:
+  ``pip install --no-deps blackjax==1.7.1 optax absl-py``.
+
+aehmc's NUTS reports each transition's tree depth, not its leapfrog steps, so
+its ``leapfrog_steps_per_transition`` is ``null`` in the JSON and its
+``sample_stats`` hold ``tree_depth``; NumPyro's and BlackJAX's hold
+``n_steps``.
+
+Run: python examples/eight_schools.py [--route aehmc|numpyro|blackjax] [--chains N] [--warmup W]
+[--draws D] [--seed S] [--json PATH]   (``pip install -e '.[examples]'``; numpyro for its route)
+"""
+
+from __future__ import annotations
+
+import time
+
+IMPORTS_START = time.perf_counter()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any, NamedTuple  # noqa: E402
+
+import aesara  # noqa: E402
+import aesara.tensor as at  # noqa: E402
+import arviz as az  # noqa: E402
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+from aehmc import hmc, nuts, window_adaptation  # noqa: E402
+from aeppl import joint_logprob  # noqa: E402
+from aeppl.transforms import LogTransform, TransformValuesRewrite  # noqa: E402
+from aesara.graph.basic import clone_get_equiv  # noqa: E402
+from aesara.tensor.random.utils import RandomStream  # noqa: E402
+
+import aejax.linker  # noqa: E402
+
+IMPORTS_END = time.perf_counter()
+
+jax.config.update("jax_enable_x64", True)  # the model is float64, Aesara's floatX
+
+Y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+SIGMA = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+SCHOOLS = [
+    "Choate",
+    "Deerfield",
+    "Phillips Andover",
+    "Phillips Exeter",
+    "Hotchkiss",
+    "Lawrenceville",
+    "St. Paul's",
+    "Mt. Hermon",
+]
+DIMS = 2 + len(Y)
+"""The position's length: ``mu``, ``log_tau``, then the 8 ``theta_tilde``."""
+ROUTES = ("aehmc", "numpyro", "blackjax")
+
+
+def log_density(q: Any) -> Any:
+    """The model's joint log-density at position ``q = [mu, log_tau, theta_tilde (8)]``, Jacobian of ``log_tau`` in."""
+    srng = RandomStream(0)
+    mu = srng.normal(0.0, 5.0)
+    tau = srng.halfcauchy(0.0, 5.0)
+    theta_tilde = srng.normal(0.0, 1.0, size=len(Y))
+    y = srng.normal(mu + tau * theta_tilde, SIGMA)
+    logp, values = joint_logprob(
+        mu, tau, theta_tilde, realized={y: at.constant(Y)}, extra_rewrites=TransformValuesRewrite({tau: LogTransform()})
+    )
+    # Not `clone_replace`: it copies the replacements' own graphs too, and aehmc's gradient with respect to a
+    # position that is not a root variable (a leapfrog step's) would find the copy disconnected from it.
+    positions = dict(zip(values, [q[0], q[1], q[2:]]))
+    return clone_get_equiv(values, [logp], copy_inputs=False, copy_orphans=False, memo=positions)[logp]
+
+
+class Sampled(NamedTuple):
+    """One route's draws and statistics, every array with leading axes ``(chain, draw)``, and its timings."""
+
+    positions: np.ndarray
+    """``(chains, draws, DIMS)``, in the sampler's (unconstrained) space."""
+    stats: dict[str, np.ndarray]
+    seconds: dict[str, float]
+
+
+def initial_positions(chains: int, seed: int) -> np.ndarray:
+    """Stan's default starts: every coordinate uniform in (-2, 2), one row per chain."""
+    return np.random.default_rng(seed).uniform(-2.0, 2.0, size=(chains, DIMS))
+
+
+def timed(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
+    """``function(*args)`` with its results ready, and the seconds it took."""
+    start = time.perf_counter()
+    result = jax.block_until_ready(function(*args))
+    return result, time.perf_counter() - start
+
+
+def aehmc_warmup(warmup: int, seed: int) -> aesara.compile.function.types.Function:
+    """``q0 -> (q, step size, inverse mass matrix)``: aehmc's window adaptation of one chain, on aejax."""
+    q0 = at.dvector("q0")
+    kernel = nuts.new_kernel(RandomStream(seed), log_density)
+    (q, _, _), (step_size, inverse_mass_matrix), updates = window_adaptation.run(
+        kernel, hmc.new_state(q0, log_density), num_steps=warmup
+    )
+    return aesara.function([q0], [q, step_size, inverse_mass_matrix], updates=updates, mode=aejax.linker.mode)
+
+
+def aehmc_draws(draws: int, seed: int) -> aesara.compile.function.types.Function:
+    """``(q0, step size, inverse mass matrix) -> (positions, acceptance, tree depths, divergences)`` of one chain."""
+    q0, step_size, inverse_mass_matrix = at.dvector("q0"), at.dscalar("step_size"), at.dvector("inverse_mass_matrix")
+    kernel = nuts.new_kernel(RandomStream(seed), log_density)
+
+    def transition(q: Any, energy: Any, grad: Any) -> tuple[tuple[Any, ...], Any]:
+        (q, energy, grad, accept, depth, _, diverging), updates = kernel(
+            q, energy, grad, step_size, inverse_mass_matrix
+        )
+        return (q, energy, grad, accept, depth, diverging), updates
+
+    (positions, _, _, accepts, depths, divergings), updates = aesara.scan(
+        transition, outputs_info=[*hmc.new_state(q0, log_density), None, None, None], n_steps=draws
+    )
+    return aesara.function(
+        [q0, step_size, inverse_mass_matrix],
+        [positions, accepts, depths, divergings],
+        updates=updates,
+        mode=aejax.linker.mode,
+    )
+
+
+def sample_aehmc(chains: int, warmup: int, draws: int, seed: int) -> Sampled:
+    """aehmc's window adaptation, then NUTS draws, on ``chains`` chains each with its own step size and mass matrix."""
+    start = time.perf_counter()
+    warmup_run = aejax.linker.many_chains(aehmc_warmup(warmup, seed))
+    draws_run = aejax.linker.many_chains(aehmc_draws(draws, seed + 1))
+    compile_seconds = time.perf_counter() - start
+    warmup_key, draws_key = jax.random.split(jax.random.key(seed))
+    adapted, warmup_seconds = timed(lambda: warmup_run(warmup_key, chains, initial_positions(chains, seed)).outputs)
+    q, step_size, inverse_mass_matrix = adapted
+    result, draws_seconds = timed(lambda: draws_run(draws_key, chains, q, step_size, inverse_mass_matrix).outputs)
+    positions, accepts, depths, divergings = (np.asarray(x) for x in result)
+    stats = {
+        "acceptance_rate": accepts,
+        "diverging": divergings.astype(bool),
+        "tree_depth": depths,
+        "step_size": np.broadcast_to(np.asarray(step_size)[:, None], accepts.shape),
+    }
+    seconds = {"compile": compile_seconds, "warmup": warmup_seconds, "draws": draws_seconds}
+    return Sampled(positions, stats, seconds)
+
+
+def exported_log_density() -> Callable[[Any], Any]:
+    """The model's log-density as a pure JAX function of the position, exported by `aejax.linker.jaxify`."""
+    q = at.dvector("q")
+    graph = aejax.linker.jaxify([q], log_density(q))
+    return lambda z: graph.fn(graph.state, z)[0]  # (outputs, new state): no state changes
+
+
+def compiled(function: Callable[..., Any], *args: Any) -> Any:
+    """``function`` jitted and compiled ahead of time for arguments like ``args`` (arrays or shapes)."""
+    return jax.jit(function).lower(*args).compile()
+
+
+def sample_numpyro(chains: int, warmup: int, draws: int, seed: int) -> Sampled:
+    """NumPyro's NUTS with its own warmup on the exported log-density, the chains vectorized."""
+    from numpyro.infer import MCMC, NUTS
+
+    start = time.perf_counter()
+    logp = exported_log_density()
+    fields = ("num_steps", "diverging", "accept_prob", "adapt_state.step_size")
+
+    def mcmc(state: Any = None) -> MCMC:
+        kernel = NUTS(potential_fn=lambda z: -logp(z))
+        run = MCMC(
+            kernel,
+            num_warmup=warmup,
+            num_samples=draws,
+            num_chains=chains,
+            chain_method="vectorized",
+            progress_bar=False,  # with a bar, NumPyro loops in Python: traced, the loop would be unrolled
+        )
+        run.post_warmup_state = state
+        return run
+
+    def adapt(key: Any, q0: Any) -> Any:
+        run = mcmc()
+        run.warmup(key, init_params=q0)
+        return run.post_warmup_state
+
+    def sample(key: Any, state: Any) -> tuple[Any, Any]:
+        run = mcmc(state)
+        run.run(key, init_params=state.z, extra_fields=fields)  # NUTS needs a position to set itself up
+        return run.get_samples(group_by_chain=True), run.get_extra_fields(group_by_chain=True)
+
+    warmup_key, draws_key = jax.random.split(jax.random.key(seed))
+    q0 = initial_positions(chains, seed)
+    adapt_program = compiled(adapt, warmup_key, q0)
+    sample_program = compiled(sample, draws_key, jax.eval_shape(adapt, warmup_key, q0))
+    compile_seconds = time.perf_counter() - start
+    state, warmup_seconds = timed(adapt_program, warmup_key, q0)
+    (positions, extra), draws_seconds = timed(sample_program, draws_key, state)
+    stats = {
+        "acceptance_rate": np.asarray(extra["accept_prob"]),
+        "diverging": np.asarray(extra["diverging"]),
+        "n_steps": np.asarray(extra["num_steps"]),
+        "step_size": np.asarray(extra["adapt_state.step_size"]),
+    }
+    seconds = {"compile": compile_seconds, "warmup": warmup_seconds, "draws": draws_seconds}
+    return Sampled(np.asarray(positions), stats, seconds)
+
+
+def sample_blackjax(chains: int, warmup: int, draws: int, seed: int) -> Sampled:
+    """BlackJAX's window adaptation and NUTS on the exported log-density, vmapped over the chains."""
+    import blackjax
+
+    start = time.perf_counter()
+    logp = exported_log_density()
+
+    def adapt_one(key: Any, q0: Any) -> tuple[Any, Any]:
+        (state, parameters), _ = blackjax.window_adaptation(blackjax.nuts, logp).run(key, q0, num_steps=warmup)
+        return state, parameters
+
+    def sample_one(key: Any, state: Any, parameters: Any) -> tuple[Any, Any]:
+        step = blackjax.nuts(logp, **parameters).step
+
+        def transition(state: Any, key: Any) -> tuple[Any, tuple[Any, Any]]:
+            state, info = step(key, state)
+            return state, (state.position, info)
+
+        return jax.lax.scan(transition, state, jax.random.split(key, draws))[1]
+
+    keys = jax.random.split(jax.random.key(seed), 2 * chains)
+    q0 = initial_positions(chains, seed)
+    adapt = jax.vmap(adapt_one)
+    sample = jax.vmap(sample_one)
+    adapt_program = compiled(adapt, keys[:chains], q0)
+    sample_program = compiled(sample, keys[chains:], *jax.eval_shape(adapt, keys[:chains], q0))
+    compile_seconds = time.perf_counter() - start
+    (state, parameters), warmup_seconds = timed(adapt_program, keys[:chains], q0)
+    (positions, info), draws_seconds = timed(sample_program, keys[chains:], state, parameters)
+    stats = {
+        "acceptance_rate": np.asarray(info.acceptance_rate),
+        "diverging": np.asarray(info.is_divergent),
+        "n_steps": np.asarray(info.num_integration_steps),
+        "step_size": np.broadcast_to(np.asarray(parameters["step_size"])[:, None], info.acceptance_rate.shape),
+    }
+    seconds = {"compile": compile_seconds, "warmup": warmup_seconds, "draws": draws_seconds}
+    return Sampled(np.asarray(positions), stats, seconds)
+
+
+SAMPLERS: dict[str, Callable[[int, int, int, int], Sampled]] = {
+    "aehmc": sample_aehmc,
+    "numpyro": sample_numpyro,
+    "blackjax": sample_blackjax,
+}
+
+
+def inference_data(sampled: Sampled) -> az.InferenceData:
+    """The draws as ArviZ's ``InferenceData``: ``mu``, ``tau`` (constrained), ``theta_tilde`` and ``theta``."""
+    q = sampled.positions
+    mu, tau, theta_tilde = q[..., 0], np.exp(q[..., 1]), q[..., 2:]
+    return az.from_dict(
+        posterior={
+            "mu": mu,
+            "tau": tau,
+            "theta_tilde": theta_tilde,
+            "theta": mu[..., None] + tau[..., None] * theta_tilde,
+        },
+        sample_stats=sampled.stats,
+        observed_data={"y": Y},
+        constant_data={"sigma": SIGMA},
+        coords={"school": SCHOOLS},
+        dims={"theta_tilde": ["school"], "theta": ["school"], "y": ["school"], "sigma": ["school"]},
+    )
+
+
+def leapfrog_steps(stats: dict[str, np.ndarray]) -> float | None:
+    """The mean leapfrog steps per transition over all chains, or ``None`` where the route does not count them."""
+    return float(np.mean(stats["n_steps"])) if "n_steps" in stats else None
+
+
+def report(route: str, chains: int, warmup: int, draws: int, sampled: Sampled, idata: az.InferenceData) -> dict:
+    """The benchmark's record of a run (see the module's ``--json``)."""
+    ess = az.ess(idata, var_names=["mu", "tau"], method="bulk")
+    return {
+        "route": route,
+        "chains": chains,
+        "warmup": warmup,
+        "draws": draws,
+        "seconds": {"imports": IMPORTS_END - IMPORTS_START, **sampled.seconds},
+        "ess_bulk": {name: float(ess[name]) for name in ("mu", "tau")},
+        "leapfrog_steps_per_transition": leapfrog_steps(sampled.stats),
+        "divergences": int(sampled.stats["diverging"].sum()),
+        "posterior_mean": {name: float(idata.posterior[name].mean()) for name in ("mu", "tau")},
+    }
+
+
+def main(
+    route: str = "aehmc", chains: int = 4, warmup: int = 1000, draws: int = 1000, seed: int = 0, path: str | None = None
+) -> dict[str, Any]:
+    """Sample the model by ``route``, print ArviZ's summary, the divergences and the timings; return the record."""
+    sampled = SAMPLERS[route](chains, warmup, draws, seed)
+    idata = inference_data(sampled)
+    record = report(route, chains, warmup, draws, sampled, idata)
+    summary = az.summary(idata, var_names=["mu", "tau", "theta"])
+    print(f"eight schools, non-centered, route {route}: {chains} chains, {warmup} warmup + {draws} draws each")
+    print(summary[["mean", "sd", "ess_bulk", "r_hat"]].to_string())
+    print(f"divergences in the draws: {record['divergences']} of {chains * draws}")
+    steps = record["leapfrog_steps_per_transition"]
+    if steps is None:
+        print(f"tree depth per transition: {sampled.stats['tree_depth'].mean():.2f} (aehmc counts no leapfrog steps)")
+    else:
+        print(f"leapfrog steps per transition: {steps:.1f}")
+    seconds = record["seconds"]
+    print(
+        ", ".join(f"{phase} {value:.1f} s" for phase, value in seconds.items())
+        + f"; in all {sum(seconds.values()):.1f} s"
+    )
+    if path is not None:
+        with open(path, "w") as file:
+            json.dump(record, file, indent=1)
+    return {"record": record, "idata": idata, "sampled": sampled}
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--route", choices=ROUTES, default="aehmc")
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=1000)
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", metavar="PATH", help="write the run's record (timings, ESS, steps) as JSON")
+    args = parser.parse_args()
+    main(args.route, args.chains, args.warmup, args.draws, args.seed, args.json)
