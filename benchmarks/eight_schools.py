@@ -240,6 +240,32 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join([HEADER, "-" * len(HEADER), *map(table_row, rows), legend])
 
 
+RST_HEADER = (
+    '"variant", "chains", "route", "first result s", "/ NumPyro", "imports / compile / warmup / draws s", '
+    '"leapfrog steps", "ESS", "ESS/s sampling", "ESS/s first result", "divergences", "ESS per draw (/ NumPyro)"'
+)
+
+
+def rst_row(row: dict[str, Any]) -> str:
+    """One row of docs/benchmarks.rst's csv-table (``RST_HEADER``)."""
+    seconds, vs = row["seconds"], row["vs_numpyro"]
+    stages = " / ".join(f"{seconds[stage]:.1f}" for stage in ("imports", "compile", "warmup", "draws"))
+    cells = [row["variant"], str(row["chains"]), f'"{ROUTE_NAMES[row["route"]]}"', f"{row['first_result_s']:.1f}"]
+    cells += [
+        number(vs.get("first_result_s"), ".2f"),
+        f'"{stages}"',
+        number(row["leapfrog_steps_per_transition"], ".1f"),
+    ]
+    cells += [
+        f"{row['ess']:.0f}",
+        f"{row['ess_per_s']:.0f}",
+        f"{row['ess_per_first_s']:.0f}",
+        f"{row['divergences']:.0f}",
+    ]
+    cells.append(f'"{row["ess_per_draw"]:.3f} ({number(vs.get("ess_per_draw"), ".2f")})"')
+    return "   " + ", ".join(cells)
+
+
 def plot(rows: Sequence[dict[str, Any]], path: str) -> Path | None:
     """Time to first result by route and chain count (cold runs), bars labelled with the ratio to NumPyro's own."""
     sys.path.insert(0, str(HERE.parent / "examples"))
@@ -292,6 +318,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--save", metavar="JSON", help="write every run and the table's rows to this file")
     parser.add_argument("--load", metavar="JSON", help="read the file --save wrote instead of measuring")
+    parser.add_argument("--rst", action="store_true", help="print the rows of docs/benchmarks.rst's csv-table")
     parser.add_argument("--plot", metavar="PNG", nargs="?", const="eight_schools.png", help="draw the cold runs' times")
     return parser.parse_args(argv)
 
@@ -313,6 +340,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.save:
         Path(args.save).write_text(json.dumps(saved, indent=1) + "\n")
         print(f"saved: {Path(args.save).resolve()}")
+    if args.rst:
+        print("\n".join([f"   :header: {RST_HEADER}", "", *map(rst_row, saved["rows"])]))
     if args.plot:
         plot(saved["rows"], args.plot)
     return saved

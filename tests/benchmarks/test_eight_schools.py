@@ -19,7 +19,7 @@ def test_a_smoke_run_of_numpyro_s_own_model_writes_the_example_s_fields(tmp_path
     pytest.importorskip("arviz")
     saved_path = tmp_path / "eight_schools.json"
     sizes = ["--chains", "2", "--warmup", "10", "--draws", "10", "--rounds", "1", "--variants", "cold"]
-    eight_schools.main(["--routes", "numpyro_model", *sizes, "--save", str(saved_path)])
+    eight_schools.main(["--routes", "numpyro_model", *sizes, "--save", str(saved_path), "--rst"])
     saved = json.loads(saved_path.read_text())
     (run,) = saved["runs"]
     assert CONTRACT <= set(run) and run["route"] == "numpyro_model" and run["chains"] == 2
@@ -29,7 +29,8 @@ def test_a_smoke_run_of_numpyro_s_own_model_writes_the_example_s_fields(tmp_path
     assert run["leapfrog_steps_per_transition"] >= 1
     (row,) = saved["rows"]
     assert row["vs_numpyro"]["first_result_s"] == 1.0
-    assert "NumPyro's own model" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "NumPyro's own model" in printed and '   cold, 2, "NumPyro\'s own model", ' in printed
 
 
 def a_run(route, round_number, first_result_s, ess, leapfrog):
