@@ -213,7 +213,8 @@ def sample_aehmc(chains: int, warmup: int, draws: int, seed: int) -> Sampled:
 def exported_log_density() -> Callable[[Any], Any]:
     """The model's log-density as a pure JAX function of the position, exported by `aejax.linker.jaxify`."""
     q = at.dvector("q")
-    graph = aejax.linker.jaxify([q], log_density(q))
+    with aesara.config.change_flags(cxx=""):  # as in `sample_aehmc`
+        graph = aejax.linker.jaxify([q], log_density(q))
     return lambda z: graph.fn(graph.state, z)[0]  # (outputs, new state): no state changes
 
 
