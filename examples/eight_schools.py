@@ -33,7 +33,9 @@ The draws go back to ``tau = exp(log_tau)`` for ArviZ.
   has it do so in Python (``cxx=""``), else it compiles C code for them
   (17 s on an empty compile directory).
 - ``numpyro``: the same log-density exported by `aejax.linker.jaxify` as
-  NumPyro's ``NUTS(potential_fn=...)``, NumPyro's warmup, chains vectorized.
+  the potential of NumPyro's NUTS (``numpyro.infer.hmc.hmc``, the kernel of
+  ``NUTS(potential_fn=...)``) with NumPyro's warmup, the chains vmapped, one
+  compiled loop for both phases (``MCMC.warmup`` and ``MCMC.run`` compile two).
 - ``blackjax``: the exported log-density in BlackJAX's ``window_adaptation``
   and ``nuts``, vmapped over the chains. BlackJAX 1.7.1 declares jax>=0.9 but
   runs on jax 0.7.1; install it apart:
@@ -45,7 +47,7 @@ its ``leapfrog_steps_per_transition`` is ``null`` in the JSON and its
 ``n_steps``.
 
 Run: python examples/eight_schools.py [--route aehmc|numpyro|blackjax] [--chains N] [--warmup W]
-[--draws D] [--seed S] [--json PATH]   (``pip install -e '.[examples]'``; numpyro for its route)
+[--draws D] [--seed S] [--json PATH]   (``pip install -e '.[examples]'``; BlackJAX apart, as above)
 """
 
 from __future__ import annotations
@@ -224,51 +226,40 @@ def compiled(function: Callable[..., Any], *args: Any) -> Any:
 
 
 def sample_numpyro(chains: int, warmup: int, draws: int, seed: int) -> Sampled:
-    """NumPyro's NUTS with its own warmup on the exported log-density, the chains vectorized."""
-    from numpyro.infer import MCMC, NUTS
+    """NumPyro's NUTS with its own warmup on the exported log-density, the chains vectorized.
+
+    NumPyro's transition adapts while its count is below ``warmup``; so one
+    compiled loop of ``max(warmup, draws)`` transitions serves both calls, as
+    in the ``aehmc`` route: the first from NumPyro's initial state (it ends
+    adapted), the second from where the first ended.
+    """
+    from numpyro.infer.hmc import hmc
 
     start = time.perf_counter()
     logp = exported_log_density()
-    fields = ("num_steps", "diverging", "accept_prob", "adapt_state.step_size")
+    initial, transition = hmc(potential_fn=lambda z: -logp(z), algo="NUTS")
 
-    def mcmc(state: Any = None) -> MCMC:
-        kernel = NUTS(potential_fn=lambda z: -logp(z))
-        run = MCMC(
-            kernel,
-            num_warmup=warmup,
-            num_samples=draws,
-            num_chains=chains,
-            chain_method="vectorized",
-            progress_bar=False,  # with a bar, NumPyro loops in Python: traced, the loop would be unrolled
-        )
-        run.post_warmup_state = state
-        return run
+    def start_chain(key: Any, q0: Any) -> Any:
+        return initial(q0, num_warmup=warmup, rng_key=key)
 
-    def adapt(key: Any, q0: Any) -> Any:
-        run = mcmc()
-        run.warmup(key, init_params=q0)
-        return run.post_warmup_state
+    def run_chain(state: Any) -> tuple[Any, tuple[Any, ...]]:
+        def step(state: Any, _: Any) -> tuple[Any, tuple[Any, ...]]:
+            state = transition(state)
+            return state, (state.z, state.accept_prob, state.diverging, state.num_steps, state.adapt_state.step_size)
 
-    def sample(key: Any, state: Any) -> tuple[Any, Any]:
-        run = mcmc(state)
-        run.run(key, init_params=state.z, extra_fields=fields)  # NUTS needs a position to set itself up
-        return run.get_samples(group_by_chain=True), run.get_extra_fields(group_by_chain=True)
+        return jax.lax.scan(step, state, length=max(warmup, draws))
 
-    warmup_key, draws_key = jax.random.split(jax.random.key(seed))
+    keys = jax.random.split(jax.random.key(seed), chains)
     q0 = initial_positions(chains, seed)
-    adapt_program = compiled(adapt, warmup_key, q0)
-    sample_program = compiled(sample, draws_key, jax.eval_shape(adapt, warmup_key, q0))
+    states = jax.jit(jax.vmap(start_chain))(keys, q0)
+    program = compiled(jax.vmap(run_chain), states)
     compile_seconds = time.perf_counter() - start
-    state, warmup_seconds = timed(adapt_program, warmup_key, q0)
-    (positions, extra), draws_seconds = timed(sample_program, draws_key, state)
-    stats = {
-        "acceptance_rate": np.asarray(extra["accept_prob"]),
-        "diverging": np.asarray(extra["diverging"]),
-        "n_steps": np.asarray(extra["num_steps"]),
-        "step_size": np.asarray(extra["adapt_state.step_size"]),
-    }
+    (adapted, _), warmup_seconds = timed(program, states)
+    (_, trace), draws_seconds = timed(program, adapted)
+    positions, accepts, divergings, steps, step_sizes = (np.asarray(x)[:, :draws] for x in trace)
+    stats = {"acceptance_rate": accepts, "diverging": divergings, "n_steps": steps, "step_size": step_sizes}
     seconds = {"compile": compile_seconds, "warmup": warmup_seconds, "draws": draws_seconds}
-    return Sampled(np.asarray(positions), stats, seconds)
+    return Sampled(positions, stats, seconds)
 
 
 def sample_blackjax(chains: int, warmup: int, draws: int, seed: int) -> Sampled:
