@@ -24,12 +24,18 @@ The draws go back to ``tau = exp(log_tau)`` for ArviZ.
   averaging, a diagonal mass matrix, Stan's windows) then its NUTS, compiled
   with aejax's mode and run on all chains in one program by
   `aejax.linker.many_chains`. Each chain adapts its own step size and mass
-  matrix. Warmup and draws are two compiled functions: the draws' graph takes
-  the step size, inverse mass matrix and start of a chain as inputs (one per
-  chain), so no loop is built from another loop's outputs (that made Aesara
-  spend minutes inferring shapes).
+  matrix. Warmup and draws are two calls of one compiled function (built,
+  traced and compiled once): a call that adapts, from step size 1 and a unit
+  mass matrix, and a call that keeps the step size, inverse mass matrix and
+  start it is given, one per chain, the warmup call's last. No loop is built
+  from another loop's outputs (that made Aesara spend minutes inferring
+  shapes). Aesara folds constants while it builds the loops; the example
+  has it do so in Python (``cxx=""``), else it compiles C code for them
+  (17 s on an empty compile directory).
 - ``numpyro``: the same log-density exported by `aejax.linker.jaxify` as
-  NumPyro's ``NUTS(potential_fn=...)``, NumPyro's warmup, chains vectorized.
+  the potential of NumPyro's NUTS (``numpyro.infer.hmc.hmc``, the kernel of
+  ``NUTS(potential_fn=...)``) with NumPyro's warmup, the chains vmapped, one
+  compiled loop for both phases (``MCMC.warmup`` and ``MCMC.run`` compile two).
 - ``blackjax``: the exported log-density in BlackJAX's ``window_adaptation``
   and ``nuts``, vmapped over the chains. BlackJAX 1.7.1 declares jax>=0.9 but
   runs on jax 0.7.1; install it apart:
@@ -41,7 +47,7 @@ its ``leapfrog_steps_per_transition`` is ``null`` in the JSON and its
 ``n_steps``.
 
 Run: python examples/eight_schools.py [--route aehmc|numpyro|blackjax] [--chains N] [--warmup W]
-[--draws D] [--seed S] [--json PATH]   (``pip install -e '.[examples]'``; numpyro for its route)
+[--draws D] [--seed S] [--json PATH]   (``pip install -e '.[examples]'``; BlackJAX apart, as above)
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ from aehmc import hmc, nuts, window_adaptation  # noqa: E402
 from aeppl import joint_logprob  # noqa: E402
 from aeppl.transforms import LogTransform, TransformValuesRewrite  # noqa: E402
 from aesara.graph.basic import clone_get_equiv  # noqa: E402
+from aesara.ifelse import ifelse  # noqa: E402
 from aesara.tensor.random.utils import RandomStream  # noqa: E402
 
 import aejax.linker  # noqa: E402
@@ -126,54 +133,80 @@ def timed(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     return result, time.perf_counter() - start
 
 
-def aehmc_warmup(warmup: int, seed: int) -> aesara.compile.function.types.Function:
-    """``q0 -> (q, step size, inverse mass matrix)``: aehmc's window adaptation of one chain, on aejax."""
-    q0 = at.dvector("q0")
+def position(name: str) -> Any:
+    """A vector of `DIMS`, its length in its type: Aesara then knows the shapes aehmc's loops allocate without
+    inferring them from the graph (building the loops takes half the time)."""
+    return at.tensor("float64", shape=(DIMS,), name=name)
+
+
+def aehmc_chain(warmup: int, draws: int, seed: int) -> aesara.compile.function.types.Function:
+    """One chain of aehmc's NUTS with Stan's window adaptation, on aejax, that adapts or merely samples.
+
+    ``(q0, step_size, inverse_mass_matrix, adapting) -> (positions, step sizes,
+    inverse mass matrices, acceptance, tree depths, divergences)``, one row per
+    transition, ``max(warmup, draws)`` of them. With ``adapting`` true the
+    first ``warmup`` transitions adapt the step size and mass matrix from the
+    given ones, as ``aehmc.window_adaptation.run`` does; with it false, the
+    given ones stay: those the warmup call's row ``warmup - 1`` ends with. So
+    one graph, traced and compiled once, serves both phases, and the draws'
+    call takes its step size, mass matrix and start as inputs, not from the
+    warmup loop's outputs.
+    """
+    q0, step_size, inverse_mass_matrix = position("q0"), at.dscalar("step_size"), position("inverse_mass_matrix")
+    adapting = at.scalar("adapting", dtype="bool")
     kernel = nuts.new_kernel(RandomStream(seed), log_density)
-    (q, _, _), (step_size, inverse_mass_matrix), updates = window_adaptation.run(
-        kernel, hmc.new_state(q0, log_density), num_steps=warmup
-    )
-    return aesara.function([q0], [q, step_size, inverse_mass_matrix], updates=updates, mode=aejax.linker.mode)
+    start_adaptation, adapt = window_adaptation.window_adaptation(warmup, initial_step_size=step_size)
+    (dual_averaging, mass_matrix), _ = start_adaptation((q0,))
+    adaptation = len(dual_averaging) + len(mass_matrix)
 
-
-def aehmc_draws(draws: int, seed: int) -> aesara.compile.function.types.Function:
-    """``(q0, step size, inverse mass matrix) -> (positions, acceptance, tree depths, divergences)`` of one chain."""
-    q0, step_size, inverse_mass_matrix = at.dvector("q0"), at.dscalar("step_size"), at.dvector("inverse_mass_matrix")
-    kernel = nuts.new_kernel(RandomStream(seed), log_density)
-
-    def transition(q: Any, energy: Any, grad: Any) -> tuple[tuple[Any, ...], Any]:
-        (q, energy, grad, accept, depth, _, diverging), updates = kernel(
-            q, energy, grad, step_size, inverse_mass_matrix
+    def transition(
+        step: Any, adapts: Any, q: Any, energy: Any, grad: Any, *carried: Any
+    ) -> tuple[tuple[Any, ...], Any]:
+        state, parameters = carried[:adaptation], carried[adaptation:]
+        (q, energy, grad, accept, depth, _, diverging), updates = kernel(q, energy, grad, *parameters)
+        stage = at.minimum(step, warmup - 1)  # aehmc's schedule has `warmup` entries
+        split = (state[: len(dual_averaging)], state[len(dual_averaging) :])
+        (new_dual_averaging, new_mass_matrix), new_parameters = adapt(
+            stage, split, parameters, (q, energy, grad, accept)
         )
-        return (q, energy, grad, accept, depth, diverging), updates
+        new = [*new_dual_averaging, *new_mass_matrix, *new_parameters]
+        kept = ifelse(adapts, new, list(carried))
+        return (q, energy, grad, *kept, accept, depth, diverging), updates
 
-    (positions, _, _, accepts, depths, divergings), updates = aesara.scan(
-        transition, outputs_info=[*hmc.new_state(q0, log_density), None, None, None], n_steps=draws
+    steps = at.arange(max(warmup, draws))
+    trace, updates = aesara.scan(
+        transition,
+        # Not `adapting & (steps < warmup)`: with warmup == draws, Aesara 2.9.4 folds `steps < warmup` to all true
+        # and `local_useless_elemwise` drops it, leaving a sequence of one entry: a loop of one step.
+        sequences=[steps, at.lt(steps, at.switch(adapting, warmup, 0))],
+        outputs_info=[*hmc.new_state(q0, log_density), *dual_averaging, *mass_matrix, step_size, inverse_mass_matrix]
+        + [None] * 3,
     )
+    outputs = [trace[0], *trace[-5:]]
     return aesara.function(
-        [q0, step_size, inverse_mass_matrix],
-        [positions, accepts, depths, divergings],
-        updates=updates,
-        mode=aejax.linker.mode,
+        [q0, step_size, inverse_mass_matrix, adapting], outputs, updates=updates, mode=aejax.linker.mode
     )
 
 
 def sample_aehmc(chains: int, warmup: int, draws: int, seed: int) -> Sampled:
     """aehmc's window adaptation, then NUTS draws, on ``chains`` chains each with its own step size and mass matrix."""
     start = time.perf_counter()
-    warmup_run = aejax.linker.many_chains(aehmc_warmup(warmup, seed))
-    draws_run = aejax.linker.many_chains(aehmc_draws(draws, seed + 1))
+    with aesara.config.change_flags(cxx=""):  # Aesara folds constants while it builds loops: in Python, not C
+        run = aejax.linker.many_chains(aehmc_chain(warmup, draws, seed))
     compile_seconds = time.perf_counter() - start
     warmup_key, draws_key = jax.random.split(jax.random.key(seed))
-    adapted, warmup_seconds = timed(lambda: warmup_run(warmup_key, chains, initial_positions(chains, seed)).outputs)
-    q, step_size, inverse_mass_matrix = adapted
-    result, draws_seconds = timed(lambda: draws_run(draws_key, chains, q, step_size, inverse_mass_matrix).outputs)
-    positions, accepts, depths, divergings = (np.asarray(x) for x in result)
+    q0 = initial_positions(chains, seed)  # every argument shaped as the draws' call's: one program for both
+    adapted, warmup_seconds = timed(
+        lambda: run(warmup_key, chains, q0, np.ones(chains), np.ones((chains, DIMS)), True).outputs
+    )
+    q, step_size, inverse_mass_matrix = (np.asarray(x)[:, warmup - 1] for x in adapted[:3])
+    result, draws_seconds = timed(lambda: run(draws_key, chains, q, step_size, inverse_mass_matrix, False).outputs)
+    positions, _, _, accepts, depths, divergings = (np.asarray(x)[:, :draws] for x in result)
     stats = {
         "acceptance_rate": accepts,
         "diverging": divergings.astype(bool),
         "tree_depth": depths,
-        "step_size": np.broadcast_to(np.asarray(step_size)[:, None], accepts.shape),
+        "step_size": np.broadcast_to(step_size[:, None], accepts.shape),
     }
     seconds = {"compile": compile_seconds, "warmup": warmup_seconds, "draws": draws_seconds}
     return Sampled(positions, stats, seconds)
@@ -182,7 +215,8 @@ def sample_aehmc(chains: int, warmup: int, draws: int, seed: int) -> Sampled:
 def exported_log_density() -> Callable[[Any], Any]:
     """The model's log-density as a pure JAX function of the position, exported by `aejax.linker.jaxify`."""
     q = at.dvector("q")
-    graph = aejax.linker.jaxify([q], log_density(q))
+    with aesara.config.change_flags(cxx=""):  # as in `sample_aehmc`
+        graph = aejax.linker.jaxify([q], log_density(q))
     return lambda z: graph.fn(graph.state, z)[0]  # (outputs, new state): no state changes
 
 
@@ -192,51 +226,40 @@ def compiled(function: Callable[..., Any], *args: Any) -> Any:
 
 
 def sample_numpyro(chains: int, warmup: int, draws: int, seed: int) -> Sampled:
-    """NumPyro's NUTS with its own warmup on the exported log-density, the chains vectorized."""
-    from numpyro.infer import MCMC, NUTS
+    """NumPyro's NUTS with its own warmup on the exported log-density, the chains vectorized.
+
+    NumPyro's transition adapts while its count is below ``warmup``; so one
+    compiled loop of ``max(warmup, draws)`` transitions serves both calls, as
+    in the ``aehmc`` route: the first from NumPyro's initial state (it ends
+    adapted), the second from where the first ended.
+    """
+    from numpyro.infer.hmc import hmc
 
     start = time.perf_counter()
     logp = exported_log_density()
-    fields = ("num_steps", "diverging", "accept_prob", "adapt_state.step_size")
+    initial, transition = hmc(potential_fn=lambda z: -logp(z), algo="NUTS")
 
-    def mcmc(state: Any = None) -> MCMC:
-        kernel = NUTS(potential_fn=lambda z: -logp(z))
-        run = MCMC(
-            kernel,
-            num_warmup=warmup,
-            num_samples=draws,
-            num_chains=chains,
-            chain_method="vectorized",
-            progress_bar=False,  # with a bar, NumPyro loops in Python: traced, the loop would be unrolled
-        )
-        run.post_warmup_state = state
-        return run
+    def start_chain(key: Any, q0: Any) -> Any:
+        return initial(q0, num_warmup=warmup, rng_key=key)
 
-    def adapt(key: Any, q0: Any) -> Any:
-        run = mcmc()
-        run.warmup(key, init_params=q0)
-        return run.post_warmup_state
+    def run_chain(state: Any) -> tuple[Any, tuple[Any, ...]]:
+        def step(state: Any, _: Any) -> tuple[Any, tuple[Any, ...]]:
+            state = transition(state)
+            return state, (state.z, state.accept_prob, state.diverging, state.num_steps, state.adapt_state.step_size)
 
-    def sample(key: Any, state: Any) -> tuple[Any, Any]:
-        run = mcmc(state)
-        run.run(key, init_params=state.z, extra_fields=fields)  # NUTS needs a position to set itself up
-        return run.get_samples(group_by_chain=True), run.get_extra_fields(group_by_chain=True)
+        return jax.lax.scan(step, state, length=max(warmup, draws))
 
-    warmup_key, draws_key = jax.random.split(jax.random.key(seed))
+    keys = jax.random.split(jax.random.key(seed), chains)
     q0 = initial_positions(chains, seed)
-    adapt_program = compiled(adapt, warmup_key, q0)
-    sample_program = compiled(sample, draws_key, jax.eval_shape(adapt, warmup_key, q0))
+    states = jax.jit(jax.vmap(start_chain))(keys, q0)
+    program = compiled(jax.vmap(run_chain), states)
     compile_seconds = time.perf_counter() - start
-    state, warmup_seconds = timed(adapt_program, warmup_key, q0)
-    (positions, extra), draws_seconds = timed(sample_program, draws_key, state)
-    stats = {
-        "acceptance_rate": np.asarray(extra["accept_prob"]),
-        "diverging": np.asarray(extra["diverging"]),
-        "n_steps": np.asarray(extra["num_steps"]),
-        "step_size": np.asarray(extra["adapt_state.step_size"]),
-    }
+    (adapted, _), warmup_seconds = timed(program, states)
+    (_, trace), draws_seconds = timed(program, adapted)
+    positions, accepts, divergings, steps, step_sizes = (np.asarray(x)[:, :draws] for x in trace)
+    stats = {"acceptance_rate": accepts, "diverging": divergings, "n_steps": steps, "step_size": step_sizes}
     seconds = {"compile": compile_seconds, "warmup": warmup_seconds, "draws": draws_seconds}
-    return Sampled(np.asarray(positions), stats, seconds)
+    return Sampled(positions, stats, seconds)
 
 
 def sample_blackjax(chains: int, warmup: int, draws: int, seed: int) -> Sampled:
