@@ -5,12 +5,13 @@ from pathlib import Path
 
 LINKER = Path(__file__).resolve().parents[1] / "linker"
 
-LEAVES = {"errors", "checks", "graph"}
-"""Modules and packages every layer may use; they import nothing of aejax.linker."""
+LEAVES = {"errors", "checks", "graph", "trace_context"}
+"""Modules and packages every layer may use; they import nothing of aejax.linker but one another."""
 
 MAY_IMPORT = {
     "errors": set(),
-    "checks": set(),
+    "checks": {"trace_context"},
+    "trace_context": set(),
     "graph": set(),
     "mesh": set(),
     "loader": set(),

@@ -11,5 +11,5 @@
 - `taking`: how a node takes such values among its arguments, or why the
   program ends before it.
 
-May import only the leaf modules (`errors`, `checks`, `graph`).
+May import only the leaf modules (`errors`, `checks`, `trace_context`, `graph`).
 """

@@ -14,5 +14,5 @@
 - `host_failures`: exceptions raised on the host inside a program, handed
   back to the caller as they were.
 
-May import `lengths` and the leaf modules (`errors`, `checks`, `graph`).
+May import `lengths` and the leaf modules (`errors`, `checks`, `trace_context`, `graph`).
 """
