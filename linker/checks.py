@@ -3,14 +3,15 @@
 JAX cannot raise from inside a jit program. A check whose condition depends
 on traced values (`CheckAndRaise`, e.g. aeppl's parameter checks) is turned
 into a *failure code* instead: ``-1`` while every check holds, else the
-number of the first check that failed (`CHECKS` maps numbers back to the
-exception class and message). `require` folds each check into the code of
+number of the first check that failed in the program's own `CheckTable`,
+which maps numbers back to the exception class and message. `require` folds each check into the code of
 the function being traced; a loop carries its body's code and hands it out
 when it ends (`with_failure_code`, `report_inner`), so one ``int32`` leaves the
 program beside the outputs.
 What a check does where it is met (fold into the code, warn, or nothing
-while only shapes are wanted), the code so far and the count of checks met
-are fields of the trace context (`aejax.linker.trace_context`).
+while only shapes are wanted), the table it is numbered in, the code so far
+and the count of checks met are fields of the trace context
+(`aejax.linker.trace_context`).
 
 A program is traced once, as `coded_program` makes it: it returns its
 outputs alone when tracing met no check, else its outputs and its code, and
@@ -44,8 +45,8 @@ PASSED = -1
 """The failure code of a run in which every check held."""
 
 
-class _CheckTable:
-    """The exception class and message of every check a program may raise, by number."""
+class CheckTable:
+    """The exception class and message of every check a program may raise, by number: one table a program."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -53,6 +54,7 @@ class _CheckTable:
         self._checks: list[tuple[type, str]] = []
 
     def number(self, exc_type: type, message: str) -> int:
+        """The number of the check that raises ``exc_type(message)``, a new one if it has none yet."""
         with self._lock:
             key = (exc_type, message)
             if key not in self._numbers:
@@ -61,16 +63,14 @@ class _CheckTable:
             return self._numbers[key]
 
     def exception(self, number: int) -> BaseException:
+        """The exception of the check numbered ``number``, as its Op raises it."""
         exc_type, message = self._checks[number]
         return exc_type(message)
 
     def entries(self) -> list[tuple[type, str]]:
-        """Every check known so far, at the index of its number."""
+        """Every check numbered so far, at the index of its number."""
         with self._lock:
             return list(self._checks)
-
-
-CHECKS = _CheckTable()
 
 
 def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
@@ -90,7 +90,7 @@ def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
             stacklevel=2,
         )
         return
-    number = CHECKS.number(exc_type, message)
+    number = context.table.number(exc_type, message)
     if context.met is not None:
         context.met[0] += 1
     report(jnp.where(jnp.all(condition), PASSED, number).astype("int32"))
@@ -167,15 +167,16 @@ class ProgramTrace:
     callbacks: bool = False
 
 
-def coded_program(traced_fn: Callable[..., Any]) -> Callable[..., Any]:
+def coded_program(traced_fn: Callable[..., Any], table: CheckTable) -> Callable[..., Any]:
     """``traced_fn`` traced as a program: its checks fold into a failure code, returned beside its result if any was met.
 
     The function returns ``traced_fn``'s result alone when tracing met no
-    check, else ``(result, code)``; `recording_program` says which.
+    check, else ``(result, code)``; `recording_program` says which. Codes
+    number the checks in ``table``, the program's.
     """
 
     def coded(*args: Any) -> Any:
-        result, code = _program_code(traced_fn, args)
+        result, code = _program_code(traced_fn, args, table)
         trace = current().program
         if trace is not None:
             trace.checked = code is not None
@@ -202,43 +203,41 @@ def recording_program() -> Iterator[ProgramTrace]:
         yield context.program
 
 
-def with_checks(traced_fn: Callable[..., Any]) -> Callable[..., tuple[Any, Any]]:
+def with_checks(traced_fn: Callable[..., Any], table: CheckTable) -> Callable[..., tuple[Any, Any]]:
     """``traced_fn`` returning ``(result, code)``: its checks fold into the failure ``code`` (an ``int32``).
 
-    The code is `PASSED`, or the number of the first check that failed
-    (`CHECKS.exception` makes its exception); under ``jax.vmap`` one per
-    batch entry.
+    The code is `PASSED`, or the number in ``table`` of the first check that
+    failed (``table.exception(code)`` makes its exception); under
+    ``jax.vmap`` one per batch entry.
     """
 
     def with_code(*args: Any) -> tuple[Any, Any]:
-        result, code = _program_code(traced_fn, args)
+        result, code = _program_code(traced_fn, args, table)
         return result, jnp.asarray(PASSED, "int32") if code is None else code
 
     return with_code
 
 
-def _program_code(traced_fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Any]:
-    """``traced_fn(*args)`` traced as a program, and the failure code of its checks (``None`` if it met none)."""
-    with entered(checks=CHECKED, met=[0]):
+def _program_code(traced_fn: Callable[..., Any], args: tuple[Any, ...], table: CheckTable) -> tuple[Any, Any]:
+    """``traced_fn(*args)`` traced as a program, and the failure code of its checks in ``table`` (``None`` if it met none)."""
+    with entered(checks=CHECKED, met=[0], table=table):
         return _code_of(traced_fn, *args)
 
 
 class CheckedProgram:
     """A jitted program returning ``(outputs, code)`` (``jitted``), whose checks fail the call after it returns.
 
-    ``checks`` numbers the checks its codes name; ``None``: this process's `CHECKS`.
+    ``checks`` numbers the checks its codes name: the table its trace
+    numbered them in, or one read from a saved program.
     """
 
-    def __init__(self, jitted: Callable[..., tuple[Any, Any]], checks: list[tuple[type, str]] | None = None) -> None:
+    def __init__(self, jitted: Callable[..., tuple[Any, Any]], checks: CheckTable) -> None:
         self.jitted = jitted
-        self._checks = checks
+        self.checks = checks
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         outputs, code = self.jitted(*args)
         code = int(np.asarray(code))  # bool() of a JAX array is several times slower
         if code != PASSED:
-            if self._checks is None:
-                raise CHECKS.exception(code)
-            exc_type, message = self._checks[code]
-            raise exc_type(message)
+            raise self.checks.exception(code)
         return outputs

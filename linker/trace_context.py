@@ -47,6 +47,8 @@ class TraceContext:
     """The failure code of the function being traced so far, in a one-element list (``[None]``: no check yet)."""
     met: list[int] | None = None
     """How many checks the program being traced has met, in a one-element list."""
+    table: Any = None
+    """The `aejax.linker.checks.CheckTable` that numbers the checks of the program being traced."""
     program: Any = None
     """The `aejax.linker.checks.ProgramTrace` that records what tracing the program finds; ``None``: none."""
 

@@ -68,6 +68,13 @@ def test_imports_flow_one_way():
     assert not backwards, f"imports against the layering (module, part imported): {sorted(backwards)}"
 
 
+def test_one_context_variable_holds_the_trace_context():
+    """What a trace may ask of its context is one object (`aejax.linker.trace_context`), not a ContextVar each."""
+    sources = [*LINKER.rglob("*.py"), *(LINKER.parent / "adapters").rglob("*.py")]
+    holders = [str(path.relative_to(LINKER.parent)) for path in sources if "ContextVar(" in path.read_text()]
+    assert holders == ["linker/trace_context.py"]
+
+
 def test_the_checker_sees_a_backward_import(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from aejax.linker.call.linker import HostCall\n")
