@@ -75,7 +75,7 @@ from aejax.adapters import codec_for
 from aejax.adapters.threefry import bits_of
 from aejax.linker.call.linker import BACKEND
 from aejax.linker.call.precision import running_in
-from aejax.linker.checks import CHECKS, PASSED
+from aejax.linker.checks import PASSED, CheckTable
 from aejax.linker.errors import variable_name
 from aejax.linker.export import JaxGraph, State, exported
 from aejax.linker.mesh import check_same_in_every_process, gathered, placed, spans_processes
@@ -146,7 +146,7 @@ class ManyChains:
         with running_in(self.x64):
             program, arguments = self._prepared(key, n_chains, inputs, state, chains)
             (outputs, new_state), failures = program(*arguments)
-            raise_failed_check(failures)
+            raise_failed_check(failures, self.graph.checks)
         return ChainRun(outputs, new_state)
 
     def lower(
@@ -353,11 +353,11 @@ def many_chains(function: Function | JaxGraph, mesh: Mesh | Sequence[Any] | None
         return ManyChains(exported(function), chain_mesh(mesh), x64)
 
 
-def raise_failed_check(failures: Any) -> None:
+def raise_failed_check(failures: Any, checks: CheckTable) -> None:
     """Raise the exception of the check that the first failing chain failed, naming the chains that failed it.
 
-    ``failures`` holds one failure code per chain (`aejax.linker.checks`):
-    the exception is the check's own type, its message the check's followed
+    ``failures`` holds one failure code per chain, numbering the checks of
+    ``checks`` (`aejax.linker.checks`): the exception is the check's own type, its message the check's followed
     by the chains.
     """
     codes = gathered(failures)
@@ -365,7 +365,7 @@ def raise_failed_check(failures: Any) -> None:
     if not failed.size:
         return
     code = codes[failed[0]]
-    exc_type, message = CHECKS.entries()[code]
+    exc_type, message = checks.entries()[code]
     chains = failed[codes[failed] == code].tolist()
     others = failed[codes[failed] != code].tolist()
     where = f"chain {chains[0]}" if len(chains) == 1 else f"chains {chains}"

@@ -3,11 +3,15 @@
 JAX cannot raise from inside a jit program. A check whose condition depends
 on traced values (`CheckAndRaise`, e.g. aeppl's parameter checks) is turned
 into a *failure code* instead: ``-1`` while every check holds, else the
-number of the first check that failed (`CHECKS` maps numbers back to the
-exception class and message). `require` folds each check into the code of
+number of the first check that failed in the program's own `CheckTable`,
+which maps numbers back to the exception class and message. `require` folds each check into the code of
 the function being traced; a loop carries its body's code and hands it out
 when it ends (`with_failure_code`, `report_inner`), so one ``int32`` leaves the
 program beside the outputs.
+What a check does where it is met (fold into the code, warn, or nothing
+while only shapes are wanted), the table it is numbered in, the code so far
+and the count of checks met are fields of the trace context
+(`aejax.linker.trace_context`).
 
 A program is traced once, as `coded_program` makes it: it returns its
 outputs alone when tracing met no check, else its outputs and its code, and
@@ -24,7 +28,6 @@ donations (`aejax.linker.program.static_inputs`).
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -36,17 +39,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-_WARN, _CHECKED, _SHAPES_ONLY = "warn", "checked", "shapes only"
-_CONTEXT = contextvars.ContextVar("aejax_checks", default=_WARN)
-_CODES: contextvars.ContextVar[list[Any]] = contextvars.ContextVar("aejax_check_codes")
-_MET: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("aejax_checks_met", default=None)
-_TRACED: contextvars.ContextVar[ProgramTrace | None] = contextvars.ContextVar("aejax_program_trace", default=None)
+from aejax.linker.trace_context import CHECKED, SHAPES_ONLY, WARN, current, entered
+
 PASSED = -1
 """The failure code of a run in which every check held."""
 
 
-class _CheckTable:
-    """The exception class and message of every check a program may raise, by number."""
+class CheckTable:
+    """The exception class and message of every check a program may raise, by number: one table a program."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -54,6 +54,7 @@ class _CheckTable:
         self._checks: list[tuple[type, str]] = []
 
     def number(self, exc_type: type, message: str) -> int:
+        """The number of the check that raises ``exc_type(message)``, a new one if it has none yet."""
         with self._lock:
             key = (exc_type, message)
             if key not in self._numbers:
@@ -62,16 +63,14 @@ class _CheckTable:
             return self._numbers[key]
 
     def exception(self, number: int) -> BaseException:
+        """The exception of the check numbered ``number``, as its Op raises it."""
         exc_type, message = self._checks[number]
         return exc_type(message)
 
     def entries(self) -> list[tuple[type, str]]:
-        """Every check known so far, at the index of its number."""
+        """Every check numbered so far, at the index of its number."""
         with self._lock:
             return list(self._checks)
-
-
-CHECKS = _CheckTable()
 
 
 def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
@@ -81,31 +80,30 @@ def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
     with ``jaxify``, called as ``fn``) the check cannot be raised: it warns,
     naming ``where``, and is skipped.
     """
-    context = _CONTEXT.get()
-    if context == _SHAPES_ONLY:
+    context = current()
+    if context.checks == SHAPES_ONLY:
         return
-    if context == _WARN:
+    if context.checks == WARN:
         warnings.warn(
             f"the check {message!r} of {where} depends on traced values and this program "
             "cannot raise, so it is not checked",
             stacklevel=2,
         )
         return
-    number = CHECKS.number(exc_type, message)
-    met = _MET.get()
-    if met is not None:
-        met[0] += 1
+    number = context.table.number(exc_type, message)
+    if context.met is not None:
+        context.met[0] += 1
     report(jnp.where(jnp.all(condition), PASSED, number).astype("int32"))
 
 
 def checking() -> bool:
     """Whether checks met now fold into a failure code (inside a program)."""
-    return _CONTEXT.get() == _CHECKED
+    return current().checks == CHECKED
 
 
 def checks_met() -> int:
     """How many checks the program being traced has met so far (for `report_inner`)."""
-    met = _MET.get()
+    met = current().met
     return 0 if met is None else met[0]
 
 
@@ -115,7 +113,7 @@ def _first_failure(earlier: Any, later: Any) -> Any:
 
 def report(code: Any) -> None:
     """Fold the failure code ``code`` (of a check or a loop) into the code of the function being traced."""
-    codes = _CODES.get()
+    codes = current().codes
     codes[0] = _first_failure(codes[0], code)
 
 
@@ -145,13 +143,8 @@ def report_inner(code: Any, since: int) -> None:
 
 def _code_of(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
     """``fn(*args)`` and the failure code of the checks met while tracing it, ``None`` if none was."""
-    token = _CODES.set([None])
-    try:
-        result = fn(*args)
-        code = _CODES.get()[0]
-    finally:
-        _CODES.reset(token)
-    return result, code
+    with entered(codes=[None]) as context:
+        return fn(*args), context.codes[0]
 
 
 def with_failure_code(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
@@ -160,17 +153,10 @@ def with_failure_code(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
     return result, jnp.asarray(PASSED, "int32") if code is None else code
 
 
-def _traced_in(context: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    token = _CONTEXT.set(context)
-    try:
-        return fn(*args)
-    finally:
-        _CONTEXT.reset(token)
-
-
 def shapes_only(fn: Callable[..., Any], *args: Any) -> Any:
     """``jax.eval_shape(fn, *args)``, its checks skipped: only its output shapes are wanted."""
-    return _traced_in(_SHAPES_ONLY, lambda *values: jax.eval_shape(fn, *values), args)
+    with entered(checks=SHAPES_ONLY):
+        return jax.eval_shape(fn, *args)
 
 
 @dataclass
@@ -181,16 +167,17 @@ class ProgramTrace:
     callbacks: bool = False
 
 
-def coded_program(traced_fn: Callable[..., Any]) -> Callable[..., Any]:
+def coded_program(traced_fn: Callable[..., Any], table: CheckTable) -> Callable[..., Any]:
     """``traced_fn`` traced as a program: its checks fold into a failure code, returned beside its result if any was met.
 
     The function returns ``traced_fn``'s result alone when tracing met no
-    check, else ``(result, code)``; `recording_program` says which.
+    check, else ``(result, code)``; `recording_program` says which. Codes
+    number the checks in ``table``, the program's.
     """
 
     def coded(*args: Any) -> Any:
-        result, code = _program_code(traced_fn, args)
-        trace = _TRACED.get()
+        result, code = _program_code(traced_fn, args, table)
+        trace = current().program
         if trace is not None:
             trace.checked = code is not None
         return result if code is None else (result, code)
@@ -204,7 +191,7 @@ def callback_staged() -> None:
     A program given donated buffers would have lost them by then: its caller
     compiles it without donations (`recording_program`).
     """
-    trace = _TRACED.get()
+    trace = current().program
     if trace is not None:
         trace.callbacks = True
 
@@ -212,53 +199,45 @@ def callback_staged() -> None:
 @contextmanager
 def recording_program() -> Iterator[ProgramTrace]:
     """What tracing a program (`coded_program`) in the block finds: a `ProgramTrace`."""
-    token = _TRACED.set(ProgramTrace())
-    try:
-        yield _TRACED.get()
-    finally:
-        _TRACED.reset(token)
+    with entered(program=ProgramTrace()) as context:
+        yield context.program
 
 
-def with_checks(traced_fn: Callable[..., Any]) -> Callable[..., tuple[Any, Any]]:
+def with_checks(traced_fn: Callable[..., Any], table: CheckTable) -> Callable[..., tuple[Any, Any]]:
     """``traced_fn`` returning ``(result, code)``: its checks fold into the failure ``code`` (an ``int32``).
 
-    The code is `PASSED`, or the number of the first check that failed
-    (`CHECKS.exception` makes its exception); under ``jax.vmap`` one per
-    batch entry.
+    The code is `PASSED`, or the number in ``table`` of the first check that
+    failed (``table.exception(code)`` makes its exception); under
+    ``jax.vmap`` one per batch entry.
     """
 
     def with_code(*args: Any) -> tuple[Any, Any]:
-        result, code = _program_code(traced_fn, args)
+        result, code = _program_code(traced_fn, args, table)
         return result, jnp.asarray(PASSED, "int32") if code is None else code
 
     return with_code
 
 
-def _program_code(traced_fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Any]:
-    """``traced_fn(*args)`` traced as a program, and the failure code of its checks (``None`` if it met none)."""
-    met = _MET.set([0])
-    try:
-        return _traced_in(_CHECKED, lambda *values: _code_of(traced_fn, *values), args)
-    finally:
-        _MET.reset(met)
+def _program_code(traced_fn: Callable[..., Any], args: tuple[Any, ...], table: CheckTable) -> tuple[Any, Any]:
+    """``traced_fn(*args)`` traced as a program, and the failure code of its checks in ``table`` (``None`` if it met none)."""
+    with entered(checks=CHECKED, met=[0], table=table):
+        return _code_of(traced_fn, *args)
 
 
 class CheckedProgram:
     """A jitted program returning ``(outputs, code)`` (``jitted``), whose checks fail the call after it returns.
 
-    ``checks`` numbers the checks its codes name; ``None``: this process's `CHECKS`.
+    ``checks`` numbers the checks its codes name: the table its trace
+    numbered them in, or one read from a saved program.
     """
 
-    def __init__(self, jitted: Callable[..., tuple[Any, Any]], checks: list[tuple[type, str]] | None = None) -> None:
+    def __init__(self, jitted: Callable[..., tuple[Any, Any]], checks: CheckTable) -> None:
         self.jitted = jitted
-        self._checks = checks
+        self.checks = checks
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         outputs, code = self.jitted(*args)
         code = int(np.asarray(code))  # bool() of a JAX array is several times slower
         if code != PASSED:
-            if self._checks is None:
-                raise CHECKS.exception(code)
-            exc_type, message = self._checks[code]
-            raise exc_type(message)
+            raise self.checks.exception(code)
         return outputs

@@ -42,7 +42,7 @@ from aejax.adapters import CodecError, StateCodec, codec_for, stays_on_host
 from aejax.linker.call.input_checks import checked_argument
 from aejax.linker.call.linker import BACKEND
 from aejax.linker.call.precision import PrecisionWarning, wide_float_variables
-from aejax.linker.checks import with_checks
+from aejax.linker.checks import CheckTable, with_checks
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, NeedsSplit
 from aejax.linker.mode import mode as aejax_mode
@@ -81,12 +81,15 @@ class JaxGraph:
         The shared variable behind each state entry.
     inputs
         The variables of the inputs ``fn`` takes after the state, in order.
+    checks
+        The checks `checked_fn`'s failure codes number (`aejax.linker.checks.CheckTable`).
     """
 
     fn: Callable[..., tuple[list[Any], State]]
     state: State
     shared: dict[str, SharedVariable] = field(repr=False)
     inputs: list[Variable] = field(default_factory=list, repr=False)
+    checks: CheckTable = field(default_factory=CheckTable, repr=False)
 
     def checked_fn(self, state: State, *inputs: Any) -> tuple[tuple[Any, State], Any]:
         """``fn`` with the graph's run-time checks: ``((outputs, new_state), failure_code)``, traceable by JAX.
@@ -96,10 +99,10 @@ class JaxGraph:
         each such check folds into ``failure_code``, an ``int32`` that is
         ``aejax.linker.checks.PASSED`` (-1) while every check holds, else the
         number of the first that failed, whose exception (the Op's own type
-        and message) ``aejax.linker.checks.CHECKS.exception(code)`` makes on
-        the host; under ``jax.vmap``, one code per batch entry.
+        and message) ``self.checks.exception(code)`` makes on the host; under
+        ``jax.vmap``, one code per batch entry.
         """
-        return with_checks(self.fn)(state, *inputs)
+        return with_checks(self.fn, self.checks)(state, *inputs)
 
     def store(self, state: State) -> None:
         """Write ``state`` (all entries or some) back into the shared variables, as host values.

@@ -5,12 +5,13 @@ from pathlib import Path
 
 LINKER = Path(__file__).resolve().parents[1] / "linker"
 
-LEAVES = {"errors", "checks", "graph"}
-"""Modules and packages every layer may use; they import nothing of aejax.linker."""
+LEAVES = {"errors", "checks", "graph", "trace_context"}
+"""Modules and packages every layer may use; they import nothing of aejax.linker but one another."""
 
 MAY_IMPORT = {
     "errors": set(),
-    "checks": set(),
+    "checks": {"trace_context"},
+    "trace_context": set(),
     "graph": set(),
     "mesh": set(),
     "loader": set(),
@@ -65,6 +66,13 @@ def test_imports_flow_one_way():
         for imported in _imported_parts(path) - MAY_IMPORT[_own_part(path)] - {_own_part(path)}
     }
     assert not backwards, f"imports against the layering (module, part imported): {sorted(backwards)}"
+
+
+def test_one_context_variable_holds_the_trace_context():
+    """What a trace may ask of its context is one object (`aejax.linker.trace_context`), not a ContextVar each."""
+    sources = [*LINKER.rglob("*.py"), *(LINKER.parent / "adapters").rglob("*.py")]
+    holders = [str(path.relative_to(LINKER.parent)) for path in sources if "ContextVar(" in path.read_text()]
+    assert holders == ["linker/trace_context.py"]
 
 
 def test_the_checker_sees_a_backward_import(tmp_path):

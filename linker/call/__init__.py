@@ -13,6 +13,6 @@
   against their inputs' Types while JAX traces it.
 
 May import `program`, `trace`, `lengths`, `dispatch`, `scan`, `rewrites` and
-the leaf modules (`errors`, `checks`, `graph`); nothing imports it but
+the leaf modules (`errors`, `checks`, `trace_context`, `graph`); nothing imports it but
 `aejax.linker.mode`, `aejax.linker.export` and the package itself.
 """

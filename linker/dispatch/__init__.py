@@ -4,7 +4,7 @@ Importing this package registers them on `jax_funcify`, which falls back to
 Aesara's own lowerings for every other Op; the Scan lowering lives in
 `aejax.linker.scan`, which registers itself on the same dispatcher.
 
-May import `trace`, `lengths` and the leaf modules (`errors`, `checks`, `graph`).
+May import `trace`, `lengths` and the leaf modules (`errors`, `checks`, `trace_context`, `graph`).
 """
 
 from aejax.linker.dispatch import (  # noqa: F401  (importing registers the lowerings)

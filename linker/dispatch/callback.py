@@ -36,8 +36,9 @@ from aesara.tensor.type import DenseTensorType
 
 from aejax.linker.checks import callback_staged
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
+from aejax.linker.trace.folding import fold, host_value, is_numeric, perform
 from aejax.linker.trace.host_failures import UnknownShapesError, host_object_error, host_objects, recorded
-from aejax.linker.trace.lowering import fold, host_value, is_numeric, lookup, perform
+from aejax.linker.trace.lowering import lookup
 
 _NO_PERFORM = {cls.perform for cls in (Op, _NoPythonOp, _NoPythonCOp, _NoPythonExternalCOp)}
 

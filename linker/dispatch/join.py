@@ -5,7 +5,7 @@ loop and the zeros that pad it to a sequence's length, in the gradient of
 such a loop) gives a `Ragged` value as long as their lengths together; a
 selection ``x[nonzero(m)]`` (`Masked`) joins as its rows moved to the front.
 Along another axis the values have the same rows, and are joined as
-elementwise Ops combine them (`aejax.linker.trace.lowering.ragged_elementwise`,
+elementwise Ops combine them (`aejax.linker.lengths.ragged_rows.ragged_elementwise`,
 `aejax.linker.lengths.masked.elementwise`).
 """
 
@@ -22,7 +22,7 @@ from aejax.linker.lengths import masked
 from aejax.linker.lengths.concrete import static_ints
 from aejax.linker.lengths.consumers import takes_run_time_lengths
 from aejax.linker.lengths.ragged import Masked, Ragged, concatenated_rows, selected_rows_first
-from aejax.linker.trace.lowering import ragged_elementwise
+from aejax.linker.lengths.ragged_rows import ragged_elementwise
 
 
 def _concatenated(axis: Any, *tensors: Any) -> Any:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
 from functools import wraps
 from types import MappingProxyType
 from typing import Any
@@ -54,6 +53,7 @@ from aejax.linker.graph.scan_layout import ScanLayout
 from aejax.linker.graph.value_bounds import ValuesWithin
 from aejax.linker.lengths.concrete import is_symbolic
 from aejax.linker.lengths.ragged import Masked, Ragged
+from aejax.linker.trace_context import current, entered
 
 ELEMENTS_OF_FIRST_INPUT = (Subtensor, AdvancedSubtensor1, AdvancedSubtensor, DimShuffle, Unbroadcast, SpecifyShape)
 """Ops whose output's elements are among their first input's: their values lie within its interval."""
@@ -62,16 +62,8 @@ Interval = tuple[int, int] | None
 """The least and greatest value an integer (every element of an integer tensor) may take, or ``None`` when unknown."""
 
 
-_TRACED_VALUES: ContextVar[Mapping[Variable, Any]] = ContextVar("aejax_traced_values", default=MappingProxyType({}))
-_VALUES_WITHIN: ContextVar[Mapping[int, tuple[Any, tuple[int, int]]]] = ContextVar(
-    "aejax_values_within", default=MappingProxyType({})
-)
-"""Traced values known to lie within an interval, by ``id`` (each with the value, which keeps its ``id`` its own)."""
-
 MAX_POWER_BITS = 128
 """Largest bit length of a power's bound worked out (any larger one overflows every integer dtype)."""
-
-_STATIC_INPUTS_POSSIBLE: ContextVar[bool] = ContextVar("aejax_static_inputs_possible", default=False)
 
 
 class BoundsNeeded(LoweringError):
@@ -92,11 +84,8 @@ def with_static_inputs(traced_fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @wraps(traced_fn)
     def traced(*args: Any) -> Any:
-        token = _STATIC_INPUTS_POSSIBLE.set(True)
-        try:
+        with entered(static_inputs_possible=True):
             return traced_fn(*args)
-        finally:
-            _STATIC_INPUTS_POSSIBLE.reset(token)
 
     return traced
 
@@ -107,17 +96,14 @@ def static_inputs_possible() -> bool:
     aejax's compiled programs can (`with_static_inputs`); a graph exported
     with ``jaxify`` cannot, as it is one function under the caller's ``jax.jit``.
     """
-    return _STATIC_INPUTS_POSSIBLE.get()
+    return current().static_inputs_possible
 
 
 @contextmanager
 def tracing(values: Mapping[Variable, Any]) -> Iterator[None]:
     """Let the bounds found meanwhile read ``values``, the graph's values computed so far in this trace."""
-    token = _TRACED_VALUES.set(values)
-    try:
+    with entered(traced_values=values):
         yield
-    finally:
-        _TRACED_VALUES.reset(token)
 
 
 @contextmanager
@@ -132,11 +118,8 @@ def values_within(values: Iterable[tuple[Any, tuple[int, int]]]) -> Iterator[Non
     to those of enclosing calls.
     """
     added = {id(value): (value, interval) for value, interval in values}
-    token = _VALUES_WITHIN.set(MappingProxyType({**_VALUES_WITHIN.get(), **added}))
-    try:
+    with entered(values_within=MappingProxyType({**current().values_within, **added})):
         yield
-    finally:
-        _VALUES_WITHIN.reset(token)
 
 
 def value_interval(var: Variable) -> Interval:
@@ -218,8 +201,9 @@ class _Bounds:
     def __init__(self) -> None:
         self._intervals: dict[Variable, Interval] = {}
         self._lengths: dict[Variable, int | None] = {}
-        self._traced = _TRACED_VALUES.get()
-        self._within = _VALUES_WITHIN.get()
+        context = current()
+        self._traced = context.traced_values
+        self._within = context.values_within
 
     def interval(self, var: Variable) -> Interval:
         if var not in self._intervals:

@@ -1,13 +1,13 @@
 """Which lowerings take values of run-time length as they are: declared once, where each lowering is made.
 
-The lowering loop (`aejax.linker.trace.lowering`) hands a lowering a `Ragged`
-trace, a `RangeRows` range or a `Masked` selection only if the lowering says
-it takes that kind; otherwise it converts the value or splits the program.
+The lowering loop hands a lowering a `Ragged` trace, a `RangeRows` range or
+a `Masked` selection only if the lowering says it takes that kind; otherwise
+it converts the value or splits the program (`aejax.linker.lengths.taking`).
 A lowering declares it by wrapping the function it returns::
 
     return takes_run_time_lengths(subtensor, ragged=True, masked=not idx_list)
 
-and the loop asks `run_time_lengths_taken(fn)`.
+and `taking` asks `run_time_lengths_taken(fn)`.
 """
 
 from __future__ import annotations

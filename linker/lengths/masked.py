@@ -27,7 +27,7 @@ Nodes that work row by row keep it masked without ever cutting it:
   so does every lowering that takes `Ragged` values (rows and slices of the
   selection, Scans over it) and elementwise Ops that combine it with a
   selection made by another mask or with a `Ragged` value
-  (`aejax.linker.trace.lowering`).
+  (`aejax.linker.lengths.taking`).
 
 This is how aeppl's mixture log-densities (``logp[idx] = logprob(value[idx])``
 with ``idx = nonzero(eq(i, k))``) run inside jit. Any other consumer (a sort,

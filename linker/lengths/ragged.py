@@ -25,7 +25,7 @@ class Ragged:
     (`aejax.linker.lengths.bounds`). A `Ragged` value may leave a jit program, where
     it is trimmed (`trim`). Inside the program, the lowerings that take it
     (`aejax.linker.lengths.consumers`: indexing, slicing, updates, Scans) take it, as do
-    elementwise Ops and reductions over its rows (`aejax.linker.trace.lowering`);
+    elementwise Ops and reductions over its rows (`aejax.linker.lengths.ragged_rows`);
     for any other consumer the linker splits the program after the node that
     makes it.
     """

@@ -12,5 +12,5 @@
 - `packing`: small outputs of one dtype leave a program as one buffer.
 
 May import `trace`, `lengths` and the leaf modules (`errors`, `checks`,
-`graph`).
+`trace_context`, `graph`).
 """

@@ -30,8 +30,8 @@ from aesara.graph.op import Op, _NoPythonOp
 from aesara.link.c.op import COp, _NoPythonCOp, _NoPythonExternalCOp
 
 from aejax.linker.errors import caller_stacklevel
+from aejax.linker.trace.folding import host_value, is_numeric, perform
 from aejax.linker.trace.host_failures import host_objects
-from aejax.linker.trace.lowering import host_value, is_numeric, perform
 
 _NO_PERFORM = {cls.perform for cls in (Op, _NoPythonOp, _NoPythonCOp, _NoPythonExternalCOp)}
 _PERFORM_THUNKS = {Op.make_thunk, COp.make_thunk}

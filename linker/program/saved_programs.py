@@ -65,7 +65,7 @@ from aesara.graph.fg import FunctionGraph
 from aesara.scan.op import Scan
 
 import aejax.adapters
-from aejax.linker.checks import CheckedProgram
+from aejax.linker.checks import CheckedProgram, CheckTable
 from aejax.linker.program.persistent_cache import SWITCH, cache_directory, use_persistent_cache
 from aejax.linker.program.signing import signature, signed_by, store_key
 
@@ -215,14 +215,15 @@ class ProgramStore:
             yield
 
     def loaded(
-        self, entry: str, traced: Callable[..., Any], donated: tuple[int, ...], args: Sequence[Any]
+        self, entry: str, traced: Callable[..., Any], donated: tuple[int, ...], args: Sequence[Any], table: CheckTable
     ) -> Callable[..., Any] | None:
         """The program saved under ``entry``, run through its export and compiled for ``args``; ``None`` if there is
         none or it cannot be compiled.
 
         ``traced`` is the jitted function it computes (it runs where the
         export does not fit the arguments); ``donated`` are the arguments
-        whose buffers it may reuse, unless it has checks.
+        whose buffers it may reuse, unless it has checks; ``table``, empty,
+        numbers ``traced``'s checks, and the saved ones in their order.
         """
         loaded = self._load(entry, args)
         if loaded is None:
@@ -234,7 +235,11 @@ class ProgramStore:
         except Exception:  # noqa: BLE001 - StableHLO that JAX cannot read or XLA cannot compile: a miss
             self._unusable.add(entry)
             return None
-        return jitted if checks is None else CheckedProgram(jitted, checks)
+        if checks is None:
+            return jitted
+        for exc_type, message in checks:
+            table.number(exc_type, message)
+        return CheckedProgram(jitted, table)
 
     def exporting(self, entry: str, traced: Callable[..., Any], donated: tuple[int, ...]) -> Callable[..., Any]:
         """The jitted program ``traced`` run through its export, which its first call makes for `save`."""
@@ -248,8 +253,8 @@ class ProgramStore:
         """Save the export of the program of ``entry`` (just called with ``args``), and what tracing found out.
 
         ``checks`` numbers the checks a program with checks names by its
-        failure code (`aejax.linker.checks.CHECKS`): another process numbers
-        them anew; ``None`` for a program without checks.
+        failure code (its `aejax.linker.checks.CheckTable`'s entries): another
+        process numbers them anew; ``None`` for a program without checks.
         """
         exported = getattr(self._exporting.pop(entry, None), "exported", None)
         if not fits(exported, args) or exported.nr_devices != 1:

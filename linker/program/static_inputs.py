@@ -32,7 +32,7 @@ from aesara.graph.basic import Variable
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
-from aejax.linker.checks import CHECKS, CheckedProgram, ProgramTrace, coded_program, recording_program
+from aejax.linker.checks import CheckedProgram, CheckTable, ProgramTrace, coded_program, recording_program
 from aejax.linker.errors import caller_stacklevel, variable_name
 from aejax.linker.lengths.bounds import with_static_inputs
 from aejax.linker.program.cache import ProgramCache
@@ -133,9 +133,9 @@ def _reading(traced_fn: Callable[..., Any], values: CallValues) -> Callable[...,
     return reading
 
 
-def _checked(jitted: Callable[..., Any], trace: ProgramTrace) -> Callable[..., Any]:
-    """The program that runs ``jitted``: a `CheckedProgram` if its trace met a check."""
-    return CheckedProgram(jitted) if trace.checked else jitted
+def _checked(jitted: Callable[..., Any], trace: ProgramTrace, table: CheckTable) -> Callable[..., Any]:
+    """The program that runs ``jitted``: a `CheckedProgram` of its checks (``table``) if its trace met one."""
+    return CheckedProgram(jitted, table) if trace.checked else jitted
 
 
 class RecompileWarning(UserWarning):
@@ -299,8 +299,9 @@ class StaticInputProgram:
         use_persistent_cache()
         values = CallValues(self._candidates(args))
         store, donated = self._store, tuple(sorted(self.donated))
-        coded = coded_program(_reading(self._traced_fn, values))
-        loaded = None if entry is None else store.loaded(entry, jax.jit(coded), donated, args)
+        table = CheckTable()
+        coded = coded_program(_reading(self._traced_fn, values), table)
+        loaded = None if entry is None else store.loaded(entry, jax.jit(coded), donated, args, table)
         if loaded is not None:
             values.limit = self._static_inputs(discovered)
             self._announce_new_values(discovered.static_positions, key)
@@ -312,10 +313,10 @@ class StaticInputProgram:
             key = self._key(found, args)
         self._announce_new_values(found.static_positions, key)
         if store is None or trace.callbacks or not (self.saved_as.storable() and self.completes()):
-            return key, NewProgram(_checked(jitted, trace), started, None)
+            return key, NewProgram(_checked(jitted, trace, table), started, None)
         if found is not discovered:  # the key holds the static values tracing found
             entry = store.entry(found, key, args)
-        return key, NewProgram(_checked(store.exporting(entry, jitted, donated), trace), started, entry)
+        return key, NewProgram(_checked(store.exporting(entry, jitted, donated), trace, table), started, entry)
 
     def _static_inputs(self, discovered: Discovered) -> frozenset[Variable]:
         return frozenset(self.inputs[i] for i in discovered.static_positions)
@@ -325,7 +326,7 @@ class StaticInputProgram:
         outputs = _first_call(program, args) if self.donated else program(*args)
         store, seconds = self._store, time.perf_counter() - new.started
         if new.entry is not None and store.worth_saving(new.entry, seconds):
-            checks = CHECKS.entries() if isinstance(program, CheckedProgram) else None
+            checks = program.checks.entries() if isinstance(program, CheckedProgram) else None
             store.save(new.entry, args, self._discovered, checks, dict(self._shape_nodes))
         return outputs
 

@@ -7,7 +7,7 @@
   `FixedLengthScanMerge`).
 - `shape`: rewrites that stand in for Aesara's `ShapeFeature`.
 
-May import only the leaf modules (`errors`, `checks`, `graph`).
+May import only the leaf modules (`errors`, `checks`, `trace_context`, `graph`).
 """
 
 from aejax.linker.rewrites.query import JAX_REWRITES, folding_in_python, rewrite_step, step_rewrites

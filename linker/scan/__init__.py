@@ -10,7 +10,7 @@ Where each kind of input and output sits in a Scan's argument lists is
 `aejax.linker.graph.scan_layout`.
 
 May import `dispatch`, `rewrites`, `trace`, `lengths` and the leaf modules
-(`errors`, `checks`, `graph`).
+(`errors`, `checks`, `trace_context`, `graph`).
 """
 
 from aejax.linker.scan import lower  # noqa: F401  (importing registers the Scan lowering)

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 from aesara.graph.basic import Apply, Variable
 
 from aejax.linker.errors import LoweringError, variable_name
+from aejax.linker.trace_context import current, entered
 
 
 class CallValues:
@@ -53,19 +53,13 @@ class CallValues:
             self.read.setdefault(var, node)
 
 
-_CALL_VALUES: ContextVar[CallValues | None] = ContextVar("aejax_call_values", default=None)
-
-
 def call_values() -> CallValues | None:
     """The call values of the program being traced; ``None`` where a trace cannot read any (``jaxify``)."""
-    return _CALL_VALUES.get()
+    return current().call_values
 
 
 @contextmanager
 def reading_call_values(values: CallValues) -> Iterator[None]:
     """Let the function traced in the block read ``values`` where a node needs them."""
-    token = _CALL_VALUES.set(values)
-    try:
+    with entered(call_values=values):
         yield
-    finally:
-        _CALL_VALUES.reset(token)

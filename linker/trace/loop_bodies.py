@@ -9,23 +9,19 @@ rolled Threefry outside loops and with the unrolled one inside them
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_DEPTH = contextvars.ContextVar("aejax_loop_depth", default=0)
+from aejax.linker.trace_context import current, entered
 
 
 @contextmanager
 def tracing_loop_body() -> Iterator[None]:
     """Trace the block as (one more level of) a loop's body."""
-    token = _DEPTH.set(_DEPTH.get() + 1)
-    try:
+    with entered(loop_depth=current().loop_depth + 1):
         yield
-    finally:
-        _DEPTH.reset(token)
 
 
 def in_loop_body() -> bool:
     """Whether the code being traced runs once per step of a loop (at any depth)."""
-    return _DEPTH.get() > 0
+    return current().loop_depth > 0

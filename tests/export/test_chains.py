@@ -15,7 +15,7 @@ from jax.experimental import disable_x64
 import aejax.linker
 from aejax.linker import ChainRun, loader, many_chains
 from aejax.linker.chains import raise_failed_check
-from aejax.linker.checks import CHECKS, PASSED
+from aejax.linker.checks import PASSED, CheckTable
 from aejax.linker.export import exported, state_names
 from tests.clients.test_many_chains import nuts_graph
 from tests.reference import REFERENCE
@@ -200,11 +200,12 @@ def test_a_failed_check_raises_the_reference_exception_naming_the_chains(graph):
 
 
 def test_the_first_failing_chain_decides_the_exception_and_the_others_are_named():
-    positive = CHECKS.number(ValueError, "x must be positive")
-    inside = CHECKS.number(IndexError, "i is out of bounds")
+    checks = CheckTable()
+    positive = checks.number(ValueError, "x must be positive")
+    inside = checks.number(IndexError, "i is out of bounds")
     with pytest.raises(IndexError, match=r"^i is out of bounds \(failed in chain 1 of 4; chains \[2, 3\] failed other"):
-        raise_failed_check(np.array([PASSED, inside, positive, positive]))
-    raise_failed_check(np.full(4, PASSED))
+        raise_failed_check(np.array([PASSED, inside, positive, positive]), checks)
+    raise_failed_check(np.full(4, PASSED), checks)
 
 
 BAD_CALLS = [

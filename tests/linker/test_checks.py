@@ -185,3 +185,16 @@ def test_exported_graph_warns_that_it_cannot_raise():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.testing.assert_array_equal(outputs, [2.0, 2.0])
+
+
+def test_each_program_numbers_its_own_checks():
+    """A program's failure codes name the checks of its own table, so a saved program records its checks alone."""
+    x = at.dvector("x")
+    first = aesara.function([x], _positive(x) * 2, mode=aejax.linker.mode)
+    second = aesara.function([x], _big_step(x) * 2, mode=aejax.linker.mode)
+    first(np.ones(2))
+    second(np.ones(2))
+    (program,) = second.vm.jit_fn.segments[0].program.programs.values()
+    assert program.checks.entries() == [(SmallStepError, "step must be at least 0.5")]
+    with pytest.raises(SmallStepError, match="at least 0.5"):
+        second(np.full(2, 0.1))

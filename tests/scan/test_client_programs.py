@@ -10,7 +10,7 @@ made from a sequence row, and a draw from a value of run-time length.
   static in a program of their own (`aejax.linker.scan.row_bounds`).
 - ``test_nbinom_dispersion_posterior`` loops over posterior draws, each
   running the CRT loop over a constant ``y``: the draw from the arange of
-  run-time length is elementwise (`aejax.linker.trace.lowering.ragged_draw`).
+  run-time length is elementwise (`aejax.linker.lengths.ragged_rows.ragged_draw`).
 
 With a success probability of 0 or 1 a Bernoulli draw is the same number on
 every backend, which compares the algorithm exactly; real probabilities are

@@ -1,0 +1,93 @@
+"""What a node that fails while JAX traces it is raised as.
+
+A failed check of the graph's values passes through as it is; a size or
+shape that had to be concrete becomes a `LoweringError` asking for static
+inputs; inputs on which Aesara's own implementation fails as well raise that
+failure's kind (`reference_failure`); anything else is a `LoweringError`
+naming the node and its traced inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from aesara.graph.basic import Apply
+from aesara.graph.utils import MethodNotDefined
+
+from aejax.linker.errors import LoweringError, NodeIndexError, NodeTypeError, NodeValueError, ValueCheckError
+from aejax.linker.lengths.concrete import is_shape_failure, is_symbolic, is_traced
+from aejax.linker.lengths.ragged import RUN_TIME_LENGTH
+from aejax.linker.trace.folding import host_value, is_numeric, perform
+
+
+def _traced_inputs(node: Apply, args: Sequence[Any]) -> str:
+    names = [str(var) for var, arg in zip(node.inputs, args) if is_traced(arg)]
+    return ", ".join(names) or "none"
+
+
+def reference_failure(node: Apply, args: Sequence[Any]) -> Exception | None:
+    """The exception Aesara's own ``perform`` raises on inputs shaped like ``args``, if any.
+
+    Traced arguments are replaced by zeros of their shape and dtype: this tells
+    inputs that do not fit (shapes) apart from a fault of the lowering.
+    """
+    if not all(is_numeric(var) for var in node.inputs) or any(isinstance(a, RUN_TIME_LENGTH) for a in args):
+        return None
+    if any(is_symbolic(size) for arg in args for size in np.shape(arg)):
+        return None  # a symbolic dimension of jax.export: no zeros of that shape to try
+    host_args = [
+        np.zeros(np.shape(arg), var.type.dtype) if is_traced(arg) else host_value(arg, var)
+        for arg, var in zip(args, node.inputs)
+    ]
+    try:
+        with np.errstate(all="ignore"):
+            perform(node, host_args)
+    except (MethodNotDefined, NotImplementedError):
+        return None
+    except Exception as error:
+        return error
+    return None
+
+
+def _failure_kind(reference: Exception) -> type[LoweringError]:
+    """The `LoweringError` raised where Aesara's implementation raises ``reference``: of the same built-in kind."""
+    if isinstance(reference, TypeError):
+        return NodeTypeError
+    return NodeIndexError if isinstance(reference, IndexError) else NodeValueError
+
+
+def traced_failure(node: Apply, args: Sequence[Any], error: Exception) -> Exception:
+    """What ``node`` failing with ``error`` while tracing is raised as.
+
+    A failed check of the graph's values passes through; a size or shape that
+    had to be concrete is a `LoweringError` asking for static inputs; inputs
+    on which Aesara's own implementation fails too raise that failure's class
+    (`NodeValueError`, `NodeTypeError`, `NodeIndexError`); anything else is a `LoweringError`.
+    """
+    if isinstance(error, ValueCheckError) or type(error) is getattr(node.op, "exc_type", None):
+        return error
+    described = f"node {node} (Op {node.op}): {type(error).__name__}: {error}"
+    if is_shape_failure(error):
+        return LoweringError(
+            f"JAX could not trace {described}\n"
+            f"Traced inputs of the node: {_traced_inputs(node, args)}. A size or shape "
+            "must be known while tracing: make the values it depends on constants or "
+            "scalar inputs of the compiled function (aejax then compiles one program per value).",
+            node=node,
+            needs_static=True,
+        )
+    reference = reference_failure(node, args)
+    if reference is not None:
+        kind = _failure_kind(reference)
+        shapes = ", ".join(str(np.shape(arg)) for arg in args)
+        return kind(
+            f"the inputs of {described}\ndo not fit (shapes {shapes}); Aesara raises "
+            f"{type(reference).__name__}: {reference}",
+            node=node,
+        )
+    return LoweringError(
+        f"JAX could not trace {described}\nTraced inputs of the node: {_traced_inputs(node, args)}.",
+        node=node,
+    )
