@@ -186,12 +186,32 @@ def aejax_program(target: Target, transitions: int) -> ChainProgram:
 
 
 def numpyro_program(target: Target, transitions: int) -> ChainProgram:
-    """NumPyro's NUTS chain of `workloads.numpyro_nuts` as a `ChainProgram`: one key, so ``key_data`` has one row."""
-    workloads = _workloads()
-    setup = getattr(workloads, target.setup_name)(transitions)
+    """NumPyro's NUTS chain of `workloads.numpyro_nuts` on the target's JAX potential, as a `ChainProgram`."""
+    setup = getattr(_workloads(), target.setup_name)(transitions)
+    return numpyro_nuts_program(target, setup, setup.potential, "numpyro")
+
+
+def jaxify_program(target: Target, transitions: int) -> ChainProgram:
+    """NumPyro's NUTS on the target's Aesara log-density exported by `aejax.linker.jaxify`, negated: the route of
+    ``examples/eight_schools.py --route numpyro``, lowered in 32 bits as the other programs."""
+    import aesara.tensor as at
+
+    from aejax.linker import jaxify
+
+    setup = getattr(_workloads(), target.setup_name)(transitions)
+    q = at.dvector("q")
+    with disable_x64():
+        graph = jaxify([q], setup.logprob(q))
+    return numpyro_nuts_program(target, setup, lambda z: -graph.fn(graph.state, z)[0], "jaxify")
+
+
+def numpyro_nuts_program(
+    target: Target, setup: Any, potential: Callable[[Any], Any], implementation: str
+) -> ChainProgram:
+    """NumPyro's NUTS chain of `workloads.numpyro_nuts` on ``potential``: one key, so ``key_data`` has one row."""
     # NumPyro builds its template state eagerly: in 32 bits only if built so.
     with disable_x64():
-        keyed = workloads.numpyro_nuts(setup.potential, transitions, setup.step_size, setup.dims, setup.seed)
+        keyed = _workloads().numpyro_nuts(potential, setup.transitions, setup.step_size, setup.dims, setup.seed)
     if keyed is None:
         raise RuntimeError("NumPyro is not installed: pip install '.[bench]'")
 
@@ -203,7 +223,9 @@ def numpyro_program(target: Target, transitions: int) -> ChainProgram:
         return jax.vmap(chain)
 
     keys = [jax.random.key(setup.seed)]
-    return ChainProgram(target, "numpyro", batched, keys, setup.dims, transitions, setup.step_size, setup.seed)
+    return ChainProgram(
+        target, implementation, batched, keys, setup.dims, setup.transitions, setup.step_size, setup.seed
+    )
 
 
 def aejax_mesh_program(target: Target, transitions: int) -> ChainProgram:
@@ -219,7 +241,12 @@ def aejax_mesh_program(target: Target, transitions: int) -> ChainProgram:
     return dataclasses.replace(program, implementation="aejax_mesh", batched=batched)
 
 
-BUILDERS = {"aejax": aejax_program, "aejax_mesh": aejax_mesh_program, "numpyro": numpyro_program}
+BUILDERS = {
+    "aejax": aejax_program,
+    "aejax_mesh": aejax_mesh_program,
+    "numpyro": numpyro_program,
+    "jaxify": jaxify_program,
+}
 
 
 def make_programs(
@@ -322,7 +349,7 @@ def leapfrog_steps(programs: Sequence[ChainProgram]) -> dict[str, float]:
 
     `workloads.nuts_gradients` counts aehmc's by a host callback in front of
     the log-density (which an exported program cannot hold) and NumPyro's by
-    its ``num_steps``; the seed and settings are the programs', in the
+    its ``num_steps`` (the ``jaxify`` route's as NumPyro's: its sampler, on the same density); the seed and settings are the programs', in the
     precision JAX has (64 bits under ``build --leapfrog``: aehmc's graph is float64, and so is the counter's callback).
     """
     workloads = _workloads()
@@ -331,7 +358,9 @@ def leapfrog_steps(programs: Sequence[ChainProgram]) -> dict[str, float]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             counted[target.name] = workloads.nuts_gradients(getattr(workloads, target.setup_name)(transitions))
-    return {p.name: counted[p.target.name]["jax" if p.implementation == "numpyro" else "aejax"] for p in programs}
+    return {
+        p.name: counted[p.target.name]["aejax" if p.implementation.startswith("aejax") else "jax"] for p in programs
+    }
 
 
 def write_programs(

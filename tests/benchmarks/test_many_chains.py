@@ -135,3 +135,16 @@ def test_eight_schools_exported_with_leapfrog_steps_and_the_ess_of_the_runner_s_
         assert row["ess_per_step"] == pytest.approx(row["ess_per_draw"] / steps[row["name"]])
     numpyro_row = next(row for row in rows if row["implementation"] == "numpyro")
     assert numpyro_row["ess_per_step / NumPyro"] == 1.0
+
+
+def test_the_jaxify_route_runs_numpyro_s_nuts_on_the_aesara_log_density_as_on_numpyro_s_potential():
+    numpyro_program, jaxify_program = many_chains.make_programs(
+        ["eight_schools"], transitions=4, implementations=["numpyro", "jaxify"]
+    )
+    key_data = many_chains.chain_key_data(numpyro_program, CHAINS)
+    q0 = np.random.default_rng(0).uniform(-2, 2, size=(CHAINS, numpyro_program.dims)).astype(np.float32)
+    with disable_x64():
+        _, expected, _ = jax.jit(numpyro_program.batched(("cpu",)))(key_data, q0)
+        _, positions, _ = jax.jit(jaxify_program.batched(("cpu",)))(key_data, q0)
+    assert positions.shape == (CHAINS, 4, numpyro_program.dims)
+    np.testing.assert_allclose(np.asarray(positions), np.asarray(expected), rtol=1e-3, atol=1e-3)
