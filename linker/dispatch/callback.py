@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import aesara.tensor as at
 import jax
@@ -168,9 +168,21 @@ def perform_callback(
             except Exception as error:
                 raise recorded(error) from error
 
-        result_types = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in zip(shapes, dtypes)]
+        entering = [Crossing.of(args[i].dtype) for i in staged]
+        leaving = [Crossing.of(dtype) for dtype in dtypes]
+
+        def crossing_to_host(*crossed: Any) -> tuple[np.ndarray, ...]:
+            outputs = on_host(*[c.on_host(value) for c, value in zip(entering, crossed)])
+            return tuple(c.from_host(output) for c, output in zip(leaving, outputs))
+
         callback_staged()
-        results = jax.pure_callback(on_host, result_types, *[args[i] for i in staged], vmap_method="sequential")
+        results = jax.pure_callback(
+            crossing_to_host,
+            [c.result_type(shape) for c, shape in zip(leaving, shapes)],
+            *[c.from_program(args[i]) for c, i in zip(entering, staged)],
+            vmap_method="sequential",
+        )
+        results = [c.in_program(r) for c, r in zip(leaving, results)]
         if not warned:
             warned = True
             warnings.warn(
@@ -184,6 +196,67 @@ def perform_callback(
         return list(results)
 
     return callback
+
+
+class Crossing(NamedTuple):
+    """How a value of one dtype crosses a host callback, in either direction.
+
+    In a program traced with x64, a 64-bit value (``float64``, ``int64``,
+    ``uint64``, ``complex128``) crosses as its 32-bit words, on a new last
+    axis. JAX converts what enters and leaves a callback with the x64 setting
+    of the thread the callback runs on, and XLA runs a large program's
+    callbacks on a thread of its own, where aejax's setting for the program
+    (`aejax.linker.call.precision`) does not hold: there a ``float64`` input
+    reached ``perform`` as ``float32`` (its value rounded), and a ``float64``
+    output was refused. Words are what they are whatever the setting.
+    """
+
+    dtype: np.dtype
+    words: int
+    """How many 32-bit words an element crosses as; 0: it crosses as it is."""
+
+    @classmethod
+    def of(cls, dtype: Any) -> Crossing:
+        """The crossing of values of ``dtype``, in the precision being traced."""
+        dtype = np.dtype(dtype)
+        if dtype.itemsize < 8 or dtype.kind not in "iufc" or not jax.config.jax_enable_x64:
+            return cls(dtype, 0)
+        return cls(dtype, dtype.itemsize // _WORD.itemsize)
+
+    def result_type(self, shape: tuple[int, ...]) -> jax.ShapeDtypeStruct:
+        """What a value of ``shape`` crosses as, for `jax.pure_callback`."""
+        return (
+            jax.ShapeDtypeStruct((*shape, self.words), _WORD) if self.words else jax.ShapeDtypeStruct(shape, self.dtype)
+        )
+
+    def from_host(self, array: np.ndarray) -> np.ndarray:
+        """On the host: ``array`` as it crosses."""
+        return np.asarray(array, self.dtype, order="C")[..., None].view(_WORD) if self.words else array
+
+    def on_host(self, crossed: Any) -> np.ndarray:
+        """On the host: the value that crossed as ``crossed``."""
+        return np.asarray(crossed, order="C").view(self.dtype)[..., 0] if self.words else crossed
+
+    def from_program(self, value: Any) -> Any:
+        """In the program: ``value`` as it crosses."""
+        if not self.words:
+            return value
+        if self.dtype.kind == "c":
+            parts = jax.lax.bitcast_convert_type(jax.numpy.stack([value.real, value.imag], -1), _WORD)
+            return parts.reshape(*value.shape, self.words)
+        return jax.lax.bitcast_convert_type(value, _WORD)
+
+    def in_program(self, crossed: Any) -> Any:
+        """In the program: the value that crossed as ``crossed``."""
+        if not self.words:
+            return crossed
+        if self.dtype.kind == "c":
+            parts = jax.lax.bitcast_convert_type(crossed.reshape(*crossed.shape[:-1], 2, self.words // 2), np.float64)
+            return jax.lax.complex(parts[..., 0], parts[..., 1])
+        return jax.lax.bitcast_convert_type(crossed, self.dtype)
+
+
+_WORD = np.dtype(np.uint32)
 
 
 def _host_output(node: Apply, index: int, value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:

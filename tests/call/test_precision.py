@@ -374,3 +374,63 @@ def test_with_jaxs_default_x64_off_every_wrapper_computes_a_float64_graph_in_flo
     (expected,) = seen.pop("reference")
     assert expected == pytest.approx(1e-10, rel=1e-6)
     assert seen == {name: [expected, expected] for name in WRAPPERS}
+
+
+CALLBACK_PROGRAM = textwrap.dedent(
+    """
+    import json
+    import warnings
+
+    import aesara
+    import aesara.tensor as at
+    import jax
+    import numpy as np
+    from aesara.graph.basic import Apply
+    from aesara.graph.op import Op
+
+    import aejax.linker
+
+    class Scaled(Op):
+        # perform only: aejax runs it through a host callback
+        __props__ = ()
+
+        def make_node(self, x):
+            x = at.as_tensor_variable(x)
+            return Apply(self, [x], [x.type(), at.TensorType("int64", shape=x.type.shape)()])
+
+        def perform(self, node, inputs, outputs):
+            (x,) = inputs
+            outputs[0][0] = x * 3.0
+            outputs[1][0] = (x * 1e9).astype("int64")
+
+        def infer_shape(self, fgraph, node, shapes):
+            return [shapes[0], shapes[0]]  # so it runs inside the program, through a callback
+
+    warnings.simplefilter("ignore")
+    x = at.dvector("x")
+    scaled, big = Scaled()(at.exp(x) * (1 + 1e-12))
+    outputs = [at.sum(scaled), at.max(big), at.min(big)]
+    # Large enough that XLA runs the program, and its callback, on threads of its own.
+    values = np.random.default_rng(0).normal(size=2_000_000)
+    reference = [v.item() for v in aesara.function([x], outputs, mode="FAST_COMPILE")(values)]
+    ours = [v.item() for v in aesara.function([x], outputs, mode="AEJAX")(values)]
+    print(json.dumps({"x64": jax.config.jax_enable_x64, "reference": reference, "aejax": ours}))
+    """
+)
+
+
+def test_a_host_callback_in_a_large_float64_program_keeps_64_bits_with_x64_off():
+    """XLA runs the callback on its own thread, where JAX's default (x64 off) holds: its float64 input was rounded
+    to float32 there and its float64 output refused, before the values crossed as 32-bit words."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("JAX_ENABLE_X64", None)
+    done = subprocess.run(
+        [sys.executable, "-c", CALLBACK_PROGRAM], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["x64"] is False
+    total, largest, smallest = seen["aejax"]
+    assert total == pytest.approx(seen["reference"][0], rel=1e-13)
+    assert [largest, smallest] == seen["reference"][1:]
+    assert largest > 2**31  # beyond int32
