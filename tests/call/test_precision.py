@@ -406,10 +406,24 @@ CALLBACK_PROGRAM = textwrap.dedent(
         def infer_shape(self, fgraph, node, shapes):
             return [shapes[0], shapes[0]]  # so it runs inside the program, through a callback
 
+    class Digits(Op):
+        # an int32 output: nothing 64-bit comes back, so a rounded input went unnoticed
+        __props__ = ()
+
+        def make_node(self, x):
+            x = at.as_tensor_variable(x)
+            return Apply(self, [x], [at.TensorType("int32", shape=x.type.shape)()])
+
+        def perform(self, node, inputs, outputs):
+            outputs[0][0] = ((inputs[0] * 1e9).astype("int64") % 1000).astype("int32")
+
+        def infer_shape(self, fgraph, node, shapes):
+            return shapes
+
     warnings.simplefilter("ignore")
     x = at.dvector("x")
     scaled, big = Scaled()(at.exp(x) * (1 + 1e-12))
-    outputs = [at.sum(scaled), at.max(big), at.min(big)]
+    outputs = [at.sum(scaled), at.max(big), at.min(big), at.sum(Digits()(at.exp(x)))]
     # Large enough that XLA runs the program, and its callback, on threads of its own.
     values = np.random.default_rng(0).normal(size=2_000_000)
     reference = [v.item() for v in aesara.function([x], outputs, mode="FAST_COMPILE")(values)]
@@ -430,7 +444,7 @@ def test_a_host_callback_in_a_large_float64_program_keeps_64_bits_with_x64_off()
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["x64"] is False
-    total, largest, smallest = seen["aejax"]
+    total, largest, smallest, digits = seen["aejax"]
     assert total == pytest.approx(seen["reference"][0], rel=1e-13)
-    assert [largest, smallest] == seen["reference"][1:]
+    assert [largest, smallest, digits] == seen["reference"][1:]
     assert largest > 2**31  # beyond int32
