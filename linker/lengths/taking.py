@@ -15,8 +15,8 @@ to take it (`taking_run_time_lengths`):
   of its rows where a `Ragged` value is taken.
 
 For any other consumer the answer is a `NeedsSplit` (returned, not raised),
-asking the linker to end the program after the node that made the value, which then enters the next program from
-the host, where its length is known.
+asking the linker to end the program after the node that made the value,
+which then enters the next program from the host, where its length is known.
 """
 
 from __future__ import annotations

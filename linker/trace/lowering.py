@@ -182,7 +182,7 @@ class LoweredGraph:
         runs the steps only its branches need (`branches`).
         """
         outcome = self._lowered(node, fn, env)
-        if isinstance(outcome, NeedsStatic) and concrete_from_call(node, outcome.error, env):
+        if isinstance(outcome, NeedsStatic) and concrete_from_call(node, outcome, env):
             return self._lowered(node, fn, env)
         return outcome
 

@@ -84,10 +84,10 @@ def attempt(
     try:
         return Outputs(tuple(compute()))
     except Exception as error:  # the one place a lowering's exception becomes a value (module docstring)
-        return described(node, failure(error))
+        return _described(node, failure(error))
 
 
-def described(node: Apply, error: Exception) -> Outcome:
+def _described(node: Apply, error: Exception) -> Outcome:
     """The `Outcome` of ``node`` failing with ``error``."""
     if isinstance(error, NeedsSplit):
         return Split(error)
