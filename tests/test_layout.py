@@ -1,6 +1,7 @@
 """The linker's subpackages import one way: call -> program -> trace -> lengths, lowerings beside."""
 
 import ast
+import re
 from pathlib import Path
 
 LINKER = Path(__file__).resolve().parents[1] / "linker"
@@ -79,3 +80,34 @@ def test_the_checker_sees_a_backward_import(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from aejax.linker.call.linker import HostCall\n")
     assert _imported_parts(module) == {"call"}
+
+
+ALLOWED_EXCEPTS = LINKER.parent / "docs" / "architecture.md"
+"""Where the ``except`` clauses of linker/trace/ and linker/program/ are listed, each module with its count."""
+
+
+def _allowed_excepts() -> dict[str, int]:
+    """The table of docs/architecture.md's "Exceptions caught in linker/trace/ and linker/program/": module -> count."""
+    text = ALLOWED_EXCEPTS.read_text()
+    section = text.split("### Exceptions caught in linker/trace/ and linker/program/", 1)[1].split("\n#", 1)[0]
+    rows = re.findall(r"^\| `((?:trace|program)/\w+\.py)` \| (\d+) \|", section, flags=re.MULTILINE)
+    return {module: int(count) for module, count in rows}
+
+
+def _except_clauses(path: Path) -> int:
+    return sum(isinstance(node, ast.ExceptHandler) for node in ast.walk(ast.parse(path.read_text())))
+
+
+def test_no_exception_is_caught_to_decide_a_lowering():
+    """linker/trace/ and linker/program/ catch exceptions only where docs/architecture.md lists it, and why.
+
+    A lowering's exception becomes a value in one place (`aejax.linker.trace.outcome.attempt`);
+    every decision after it is taken on that value.
+    """
+    found = {
+        str(path.relative_to(LINKER)): count
+        for part in ("trace", "program")
+        for path in sorted((LINKER / part).glob("*.py"))
+        if (count := _except_clauses(path))
+    }
+    assert found == _allowed_excepts()

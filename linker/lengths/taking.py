@@ -14,9 +14,9 @@ to take it (`taking_run_time_lengths`):
   takes a maximum (`aejax.linker.lengths.masked`), else as a `Ragged` value
   of its rows where a `Ragged` value is taken.
 
-Any other consumer raises `NeedsSplit`, asking the linker to end the program
-after the node that made the value, which then enters the next program from
-the host, where its length is known.
+For any other consumer the answer is a `NeedsSplit` (returned, not raised),
+asking the linker to end the program after the node that made the value,
+which then enters the next program from the host, where its length is known.
 """
 
 from __future__ import annotations
@@ -35,10 +35,13 @@ from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Rag
 from aejax.linker.lengths.ragged_rows import ragged_draw, ragged_elementwise, ragged_reduction, whole_array_rows
 
 
-def taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
-    """``fn``, made to take the values of run-time length among ``args``; else `NeedsSplit`."""
+def taking_run_time_lengths(
+    node: Apply, fn: Callable[..., Any], args: Sequence[Any]
+) -> Callable[..., Any] | NeedsSplit:
+    """``fn``, made to take the values of run-time length among ``args``; else where the program must split."""
     if any(isinstance(arg, Ragged) for arg in args) and not run_time_lengths_taken(fn).ragged:
-        return _selections_first(_taking_ragged(node, fn, args))
+        ragged = _taking_ragged(node, fn, args)
+        return _split_after(node, args, Ragged) if ragged is None else _selections_first(ragged)
     for var, arg in zip(node.inputs, args):
         if isinstance(arg, RangeRows) and not run_time_lengths_taken(fn).ranges:
             return _needing_bounds(var)
@@ -59,7 +62,12 @@ def taking_run_time_lengths(node: Apply, fn: Callable[..., Any], args: Sequence[
         return _selections_first(fn)
     if masked.is_row_wise(node):  # selections made with different masks, or with whole arrays
         return _selections_first(lambda *values: ragged_elementwise(node, fn, values))
-    raise NeedsSplit(next(var.owner for var, arg in zip(node.inputs, args) if isinstance(arg, Masked)))
+    return _split_after(node, args, Masked)
+
+
+def _split_after(node: Apply, args: Sequence[Any], kind: type) -> NeedsSplit:
+    """The split after the node that made ``node``'s first argument of ``kind`` (`Ragged`, `Masked`)."""
+    return NeedsSplit(next(var.owner for var, arg in zip(node.inputs, args) if isinstance(arg, kind)))
 
 
 def _selections_first(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -67,8 +75,8 @@ def _selections_first(fn: Callable[..., Any]) -> Callable[..., Any]:
     return lambda *values: fn(*[selected_rows_first(v) for v in values])
 
 
-def _taking_ragged(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any]:
-    """``fn`` for `Ragged` arguments: row by row, reductions and maxima over their rows; else `NeedsSplit`."""
+def _taking_ragged(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Callable[..., Any] | None:
+    """``fn`` for `Ragged` arguments: row by row, reductions and maxima over their rows; ``None`` for any other node."""
     if masked.is_row_wise(node):
         return lambda *values: ragged_elementwise(node, fn, values)
     if _draws_along_rows(node, args):
@@ -77,7 +85,7 @@ def _taking_ragged(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> 
         return lambda x: ragged_reduction(node, fn, x)
     if masked.is_extremum(node):
         return lambda x: masked.extremum(node, fn, x.as_masked())
-    raise NeedsSplit(next(var.owner for var, arg in zip(node.inputs, args) if isinstance(arg, Ragged)))
+    return None
 
 
 def _draws_along_rows(node: Apply, args: Sequence[Any]) -> bool:

@@ -15,7 +15,11 @@ call being traced tells is lowered again on it (`aejax.linker.trace.refill`).
 The nodes only one branch of an `IfElse` needs run inside that branch, as
 Aesara runs them: only if it is taken (`aejax.linker.trace.branches`).
 
-A failing node raises `LoweringError` naming the node and its traced inputs
+Running a node comes to an `Outcome` (`aejax.linker.trace.outcome`): its
+outputs, or what it needs instead, on which the loop decides: lower it again
+on the call's values, retry it on all the rows of a value of run-time length,
+end the program there (`LoweredGraph.run_until`), or raise. A failing node
+raises `LoweringError` naming the node and its traced inputs
 (`aejax.linker.trace.node_failures`). Three kinds of errors pass through
 unchanged: a `ValueCheckError` (a lowering found the graph's values invalid),
 the exception an Op declares it raises (``exc_type``, as `CheckAndRaise`
@@ -37,15 +41,15 @@ from aesara.graph.fg import FunctionGraph
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
-from aejax.linker.errors import InvalidValueError, LoweringError, NotStaticError, variable_name
-from aejax.linker.lengths.bounds import BoundsNeeded, tracing
+from aejax.linker.errors import InvalidValueError, LoweringError, variable_name
+from aejax.linker.lengths.bounds import tracing
 from aejax.linker.lengths.consumers import run_time_lengths_taken
 from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged
 from aejax.linker.lengths.taking import ranges_bounded, run_time_length_source, taking_run_time_lengths
 from aejax.linker.trace.branches import VALUE_FAILURES, Branch, branch_inputs, if_else, plan_branches
 from aejax.linker.trace.folding import fold, foldable
-from aejax.linker.trace.host_failures import HostObjectError, UnknownShapesError
-from aejax.linker.trace.node_failures import traced_failure
+from aejax.linker.trace.node_failures import branch_failure, lowering_failure, raised_for
+from aejax.linker.trace.outcome import ENDS_PROGRAM, NeedsStatic, Outcome, Split, attempt, outputs_of
 from aejax.linker.trace.refill import concrete_from_call
 
 
@@ -120,12 +124,13 @@ class LoweredGraph:
 
     Calling it returns the tuple of outputs. A value of run-time length may
     be a graph output, or the input of a node made to take it
-    (`aejax.linker.lengths.taking`); any other consumer raises `NeedsSplit`,
-    asking the linker to end the jit program after the node that made it; so
-    does a shape that needs such a value's length while tracing, unless the
-    node that needs it takes a `Ragged` value and its result is one
-    (``x[:trace.shape[0]]``). After a split the value enters the next program
-    from the host, where its length is known.
+    (`aejax.linker.lengths.taking`); any other consumer comes to a `Split`,
+    which asks the linker to end the jit program after the node that made
+    it (`run_until`; called, it raises `NeedsSplit`); so does a shape that
+    needs such a value's length while tracing, unless the node that needs it
+    takes a `Ragged` value and its result is one (``x[:trace.shape[0]]``).
+    After a split the value enters the next program from the host, where its
+    length is known.
     """
 
     def __init__(self, inputs: Sequence[Variable], outputs: Sequence[Variable], steps: Sequence[Step]) -> None:
@@ -146,73 +151,73 @@ class LoweredGraph:
         return tuple(lookup(env, var) for var in self.outputs)
 
     def run_until(self, *inputs: Any) -> tuple[Apply | None, Exception | None, dict[Variable, Any]]:
-        """Run the steps in order until one fails in a way that ending the program there helps (`ends_program`).
+        """Run the steps in order until one comes to an outcome after which ending the program there helps.
 
-        Returns that node (``None`` if every step ran), its failure, and the
-        values computed so far.
+        That is when a value of run-time length reaches the node (`NeedsSplit`:
+        the value enters the next program from the host), when it needs values
+        concrete that the program computes (they are inputs of the next one),
+        or when its output shapes are unknown or it meets a Python object (it
+        runs on the host). Returns that node (``None`` if every step ran), its
+        failure, and the values computed so far; any other failure is raised.
         """
         env: dict[Variable, Any] = dict(zip(self.inputs, inputs))
         with tracing(env):
             for node, fn in self.branches.outside:
-                try:
-                    outputs = self._outputs(node, fn, env)
-                except (NeedsSplit, LoweringError) as error:
-                    if not ends_program(node, error):
-                        raise
-                    return node, error, env
-                env.update(zip(node.outputs, outputs))
+                outcome = self._outputs(node, fn, env)
+                if isinstance(outcome, ENDS_PROGRAM):
+                    return node, outcome.error, env
+                env.update(zip(node.outputs, outputs_of(outcome)))
         return None, None, env
 
     def _run(self, steps: Sequence[Step], env: MutableMapping[Variable, Any]) -> None:
-        """Run ``steps`` in order into ``env``."""
+        """Run ``steps`` in order into ``env``; raise the failure of the first that fails."""
         for node, fn in steps:
-            env.update(zip(node.outputs, self._outputs(node, fn, env)))
+            env.update(zip(node.outputs, outputs_of(self._outputs(node, fn, env))))
 
-    def _outputs(self, node: Apply, fn: Callable[..., Any], env: MutableMapping[Variable, Any]) -> list[Any]:
-        """The outputs of ``node`` from its lowering ``fn``, on its inputs' values in ``env``.
+    def _outputs(self, node: Apply, fn: Callable[..., Any], env: MutableMapping[Variable, Any]) -> Outcome:
+        """What ``node`` comes to with its lowering ``fn``, on its inputs' values in ``env``.
 
         A node that needs values concrete which the call being traced tells
         (`aejax.linker.trace.call_values`) is lowered again on them. An IfElse
         runs the steps only its branches need (`branches`).
         """
-        try:
+        outcome = self._lowered(node, fn, env)
+        if isinstance(outcome, NeedsStatic) and concrete_from_call(node, outcome, env):
             return self._lowered(node, fn, env)
-        except LoweringError as error:
-            if not concrete_from_call(node, error, env):
-                raise
-        return self._lowered(node, fn, env)
+        return outcome
 
-    def _lowered(self, node: Apply, fn: Callable[..., Any], env: MutableMapping[Variable, Any]) -> list[Any]:
-        """``node``'s outputs from ``fn``; one that needs the length of a value of run-time length takes its rows."""
+    def _lowered(self, node: Apply, fn: Callable[..., Any], env: MutableMapping[Variable, Any]) -> Outcome:
+        """What ``node`` comes to with ``fn``; one that needs the length of a value of run-time length takes its rows."""
         if node in self.branches.branches:
             return self._if_else(node, env)
         if type(fn) is DeferredLowering:
             fn = fn.lowering()
         args = ranges_bounded(node, fn, [lookup(env, var) for var in node.inputs])
-        try:
-            return run_node(node, taking_run_time_lengths(node, fn, args), args)
-        except LoweringError as error:
-            needs_length = error.needs_static and error.node is node
-            source = run_time_length_source(node, env, self.inputs) if needs_length else None
-            if source is None:
-                raise
-            outputs = _rows_of_run_time_length(node, fn, args)
-            if outputs is None:
-                raise NeedsSplit(source) from error
-            return outputs
+        taking = taking_run_time_lengths(node, fn, args)
+        if isinstance(taking, NeedsSplit):
+            return Split(taking)
+        outcome = run_node(node, taking, args)
+        if not (isinstance(outcome, NeedsStatic) and outcome.error.node is node):
+            return outcome
+        source = run_time_length_source(node, env, self.inputs)
+        if source is None:
+            return outcome
+        rows = _rows_of_run_time_length(node, fn, args)
+        return Split(raised_for(NeedsSplit(source), outcome.error)) if rows is None else rows
 
-    def _if_else(self, node: Apply, env: MutableMapping[Variable, Any]) -> list[Any]:
-        """The outputs of IfElse ``node``, each branch's own steps run only inside it (`if_else`)."""
+    def _if_else(self, node: Apply, env: MutableMapping[Variable, Any]) -> Outcome:
+        """What IfElse ``node`` comes to, each branch's own steps run only inside it (`if_else`)."""
         then, otherwise = self.branches.branches[node]
         condition = lookup(env, node.inputs[0])
         failures = VALUE_FAILURES + then.raises + otherwise.raises
-        try:
-            values = if_else(
+
+        def values() -> list[Any]:
+            picked = if_else(
                 node, condition, self._branch(then, node, 0, env), self._branch(otherwise, node, 1, env), failures
             )
-        except NotStaticError as error:
-            raise traced_failure(node, [condition], error) from error
-        return [_declared(value, var) for value, var in zip(values, node.outputs)]
+            return [_declared(value, var) for value, var in zip(picked, node.outputs)]
+
+        return attempt(node, values, lambda error: branch_failure(node, condition, error))
 
     def _branch(
         self, branch: Branch, node: Apply, side: int, env: MutableMapping[Variable, Any]
@@ -228,23 +233,8 @@ class LoweredGraph:
         return values
 
 
-def ends_program(node: Apply, error: Exception) -> bool:
-    """Whether ``node``, failing with ``error``, may run in a program that starts at it, or on the host.
-
-    So it may when a value of run-time length reaches it (`NeedsSplit`: the
-    value enters the next program from the host), when it needs values
-    concrete that the program computes (they are inputs of the next one), or
-    when its output shapes are unknown or it meets a Python object (it runs
-    on the host).
-    """
-    if isinstance(error, (NeedsSplit, BoundsNeeded)):
-        return True
-    only_on_host = isinstance(error, (UnknownShapesError, HostObjectError))
-    return isinstance(error, LoweringError) and error.node is node and (error.needs_static or only_on_host)
-
-
-def _rows_of_run_time_length(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[Any] | None:
-    """``node``'s outputs with its first argument as a `Ragged` value of all its rows; ``None`` if that fails too.
+def _rows_of_run_time_length(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Outcome | None:
+    """What ``node`` comes to with its first argument as a `Ragged` value of all its rows; ``None`` if that needs static values too.
 
     For a node that needs a shape computed from a run-time length, such as
     ``x[n - 1::-1]`` where ``n`` is the length of an until-loop's trace:
@@ -255,12 +245,8 @@ def _rows_of_run_time_length(node: Apply, fn: Callable[..., Any], args: Sequence
     if not run_time_lengths_taken(fn).ragged or isinstance(first, RUN_TIME_LENGTH) or jnp.ndim(first) == 0:
         return None
     whole = Ragged(jnp.asarray(first), jnp.shape(first)[0])
-    try:
-        return run_node(node, fn, [whole, *args[1:]])
-    except LoweringError as error:
-        if error.needs_static:
-            return None
-        raise
+    outcome = run_node(node, fn, [whole, *args[1:]])
+    return None if isinstance(outcome, NeedsStatic) else outcome
 
 
 def lookup(env: Mapping[Variable, Any], var: Variable) -> Any:
@@ -288,33 +274,15 @@ def check_ranks(node: Apply) -> None:
             )
 
 
-def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[Any]:
-    """The outputs of ``node``: folded with numpy when concrete, else from its JAX lowering."""
+def run_node(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> Outcome:
+    """What ``node`` comes to: its outputs folded with numpy when concrete, else from its JAX lowering ``fn``."""
     check_ranks(node)
-    try:
-        folded = fold(node, args) if foldable(node, args) else None
-        if folded is not None:
-            return folded
-        return _declared_outputs(node, fn(*args))
-    except LoweringError as error:
-        if error.node is node or isinstance(error, BoundsNeeded):
-            raise
-        raise type(error)(f"{error}\n(inside node {node})", node=node, needs_static=error.needs_static) from error
-    except NeedsSplit as error:
-        raise LoweringError(
-            f"node {error.node} inside node {node} returns a value whose length is known "
-            "only at run time (the trace of a Scan with an until condition, an arange of "
-            "traced bounds, a selection x[mask]), and another node of the same loop uses it "
-            "where its length must be known; JAX needs static shapes there. Use only the last "
-            "values of an inner until-loop's outputs, or move the computation out of the loop.",
-            node=node,
-            needs_static=True,  # a shape that depends on values: a loop around ``node`` may run on the host
-        ) from error
-    except Exception as error:
-        failure = traced_failure(node, args, error)
-        if failure is error:
-            raise
-        raise failure from error
+    return attempt(node, lambda: _computed(node, fn, args), lambda error: lowering_failure(node, args, error))
+
+
+def _computed(node: Apply, fn: Callable[..., Any], args: Sequence[Any]) -> list[Any]:
+    folded = fold(node, args) if foldable(node, args) else None
+    return folded if folded is not None else _declared_outputs(node, fn(*args))
 
 
 def _declared_outputs(node: Apply, out: Any) -> list[Any]:

@@ -4,7 +4,9 @@ A failed check of the graph's values passes through as it is; a size or
 shape that had to be concrete becomes a `LoweringError` asking for static
 inputs; inputs on which Aesara's own implementation fails as well raise that
 failure's kind (`reference_failure`); anything else is a `LoweringError`
-naming the node and its traced inputs.
+naming the node and its traced inputs. A failure inside a node (of a loop's
+step) is raised as the node's own (`lowering_failure`); an `IfElse` passes
+the failures of its branches' nodes on as they are (`branch_failure`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,17 @@ import numpy as np
 from aesara.graph.basic import Apply
 from aesara.graph.utils import MethodNotDefined
 
-from aejax.linker.errors import LoweringError, NodeIndexError, NodeTypeError, NodeValueError, ValueCheckError
+from aejax.linker.errors import (
+    LoweringError,
+    NodeIndexError,
+    NodeTypeError,
+    NodeValueError,
+    NotStaticError,
+    ValueCheckError,
+)
+from aejax.linker.lengths.bounds import BoundsNeeded
 from aejax.linker.lengths.concrete import is_shape_failure, is_symbolic, is_traced
-from aejax.linker.lengths.ragged import RUN_TIME_LENGTH
+from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, NeedsSplit
 from aejax.linker.trace.folding import host_value, is_numeric, perform
 
 
@@ -91,3 +101,51 @@ def traced_failure(node: Apply, args: Sequence[Any], error: Exception) -> Except
         f"JAX could not trace {described}\nTraced inputs of the node: {_traced_inputs(node, args)}.",
         node=node,
     )
+
+
+def raised_for(failure: Exception, error: Exception) -> Exception:
+    """``failure``, with ``error`` as its cause (as ``raise failure from error`` would make it)."""
+    if failure is not error:
+        failure.__cause__ = error
+    return failure
+
+
+def lowering_failure(node: Apply, args: Sequence[Any], error: Exception) -> Exception:
+    """What the lowering of ``node`` on ``args`` failing with ``error`` is raised as.
+
+    Its own `LoweringError` and a `BoundsNeeded` (which names the node whose
+    bounds a program should make static) as they are; the failure of a node
+    inside it (a loop's step) as its own, with the same need of static
+    values; a value of run-time length used inside it where its length must
+    be known as a shape that depends on values; anything else as `traced_failure` says.
+    """
+    if isinstance(error, BoundsNeeded) or isinstance(error, LoweringError) and error.node is node:
+        return error
+    if isinstance(error, LoweringError):
+        inside = type(error)(f"{error}\n(inside node {node})", node=node, needs_static=error.needs_static)
+        return raised_for(inside, error)
+    if isinstance(error, NeedsSplit):
+        return raised_for(
+            LoweringError(
+                f"node {error.node} inside node {node} returns a value whose length is known "
+                "only at run time (the trace of a Scan with an until condition, an arange of "
+                "traced bounds, a selection x[mask]), and another node of the same loop uses it "
+                "where its length must be known; JAX needs static shapes there. Use only the last "
+                "values of an inner until-loop's outputs, or move the computation out of the loop.",
+                node=node,
+                needs_static=True,  # a shape that depends on values: a loop around ``node`` may run on the host
+            ),
+            error,
+        )
+    return raised_for(traced_failure(node, args, error), error)
+
+
+def branch_failure(node: Apply, condition: Any, error: Exception) -> Exception:
+    """What IfElse ``node`` failing with ``error`` is raised as.
+
+    Its condition needed concrete (`NotStaticError`) as `traced_failure`
+    says; any other failure, of a node in a branch, as it is.
+    """
+    if isinstance(error, NotStaticError):
+        return raised_for(traced_failure(node, [condition], error), error)
+    return error

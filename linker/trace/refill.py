@@ -1,7 +1,7 @@
 """Traced values replaced by the values the call being traced gives them, for a node that needs them concrete.
 
-A node that fails to lower because a size it needs is traced (`LoweringError`
-with ``needs_static``, or a `BoundsNeeded`) may be lowered again on concrete
+A node that fails to lower because a size it needs is traced (its outcome
+is `aejax.linker.trace.outcome.NeedsStatic`) may be lowered again on concrete
 values: those the call gives the inputs that may be made static, constants,
 values the trace has concrete, and what `aejax.linker.trace.folding.fold`
 computes from them (`concrete_from_call`). The inputs so read are recorded
@@ -17,34 +17,28 @@ from typing import Any
 from aesara.graph.basic import Apply, Constant, Variable, ancestors
 from aesara.tensor.type_other import SliceType
 
-from aejax.linker.errors import LoweringError
-from aejax.linker.lengths.bounds import BoundsNeeded
 from aejax.linker.lengths.concrete import is_traced
 from aejax.linker.trace.call_values import CallValues, call_values
 from aejax.linker.trace.folding import fold, foldable
+from aejax.linker.trace.outcome import NeedsStatic
 
 Known = tuple[Any, frozenset[Variable]] | None
 """A value the call tells and the inputs it is computed from; ``None`` where the call does not tell it."""
 
 
-def concrete_from_call(node: Apply, error: LoweringError, env: MutableMapping[Variable, Any]) -> bool:
-    """Put in ``env`` the call's values of what ``node`` failed to have concrete; whether the call told any.
+def concrete_from_call(node: Apply, need: NeedsStatic, env: MutableMapping[Variable, Any]) -> bool:
+    """Put in ``env`` the call's values of what ``node`` failed to have concrete (``need``); whether the call told any.
 
-    Which of its traced inputs (or those of the node whose bounds a
-    `BoundsNeeded` asks for) and of the values they are computed from it
-    needed is not said: every one the call tells is taken. The inputs they
-    are computed from are read (`CallValues.note_read`): the program is
-    right for their values only.
+    ``need`` names the node whose inputs are needed: ``node``, or the node
+    whose bounds a `BoundsNeeded` asks for. Which of those traced inputs and
+    of the values they are computed from it needed is not said: every one
+    the call tells is taken. The inputs they are computed from are read
+    (`CallValues.note_read`): the program is right for their values only.
     """
     values = call_values()
-    if values is None or not error.needs_static:
+    if values is None:
         return False
-    if isinstance(error, BoundsNeeded):
-        needed = error.node.inputs
-    elif error.node is node:
-        needed = node.inputs
-    else:
-        return False
+    needed = need.error.node.inputs
     found = [_call_value(var, values, env) for var in ancestors(needed) if _traced_in(var, env)]
     read = frozenset().union(*(known[1] for known in found if known is not None))
     if not read:
