@@ -35,8 +35,9 @@ from jax.experimental import enable_x64
 
 from aejax.adapters import HeldKey, held_key_reader
 from aejax.adapters.resident import ResidentStorage
+from aejax.adapters.words import WORD, host_words, word_count
 from aejax.linker.call.linker import BoundaryValue, HostCall, KeyBoundaryValue, held_value, thunk_node
-from aejax.linker.call.precision import running_in
+from aejax.linker.call.precision import running_in, takes_words, taking_words
 from aejax.linker.errors import rebuildable
 from aejax.linker.program.packing import unpacked
 from aejax.linker.program.static_inputs import Shortcut
@@ -95,6 +96,8 @@ class DirectCall:
             if i.update is not None
         ]
         self.n_returned = len(function.maker.fgraph.outputs) - len(self.updated)
+        self.words = takes_words(call.program.x64)
+        """Whether its exact calls take 64-bit arguments as words (`aejax.linker.call.precision`), decided now."""
         self.exact = None
         self._exact_for: Shortcut | None = None
         self._fgraph = function.maker.fgraph
@@ -280,6 +283,9 @@ class ExactCall:
     stored, as in the general path.
     """
 
+    takes_words = True
+    """Whether its calls may take 64-bit arguments as words (`Words`), when its function's do (`DirectCall.words`)."""
+
     def __init__(
         self,
         direct: DirectCall,
@@ -291,8 +297,11 @@ class ExactCall:
         decoders: list[Callable[[Any], Any]] | None,
         updates: list[tuple[int, list[Any], Callable[[Any], Any]]],
         resident_updates: list[tuple[int, ResidentStorage]],
+        words: Words | None = None,
     ) -> None:
-        self._program = program
+        self._program = program if words is None else words.program
+        self._wide = None if words is None else words.wide
+        self._shared_dtypes = None if words is None else words.shared_dtypes
         self._x64 = direct.call.program.x64
         self._arity = direct.arity
         self._n_returned = direct.n_returned
@@ -331,7 +340,8 @@ class ExactCall:
         if shared is None or updates is None:
             return None
         decoders = cls.output_decoders(direct.call.program.output_cells[: direct.n_returned])
-        return cls(direct, returning, shortcut.program, kinds, *shared, decoders, *updates)  # type: ignore[arg-type]
+        words = Words.of(direct, shortcut) if direct.words and cls.takes_words else None
+        return cls(direct, returning, shortcut.program, kinds, *shared, decoders, *updates, words)  # type: ignore[arg-type]
 
     @staticmethod
     def argument_kind(position: int, container: Any, argument: Any) -> ArgumentKind | None:
@@ -359,7 +369,12 @@ class ExactCall:
                 return NOT_EXACT
         if self._shared:
             return self._call_with_shared(args)
-        if _CONFIG.jax_enable_x64 is self._x64:
+        if self._wide is not None:  # inline, as below: no frame between the call and its program
+            values = list(args)
+            for position in self._wide:
+                values[position] = host_words(values[position])
+            results = self._program(*values)
+        elif _CONFIG.jax_enable_x64 is self._x64:
             results = self._program(*args)
         else:
             with enable_x64(self._x64):  # here, not in a function: no frame between the call and its program
@@ -379,7 +394,14 @@ class ExactCall:
         advancing = self._enter_keys(values)
         if advancing is None:
             return NOT_EXACT
-        if _CONFIG.jax_enable_x64 is self._x64:
+        if self._wide is not None:
+            for position, dtype in self._shared_dtypes:  # type: ignore[union-attr]
+                if values[position].dtype is not dtype:  # JAX would convert it to the program's dtype
+                    return NOT_EXACT
+            for position in self._wide:
+                values[position] = host_words(values[position])
+            results = unpacked(self._program(*values))
+        elif _CONFIG.jax_enable_x64 is self._x64:
             results = unpacked(self._program(*values))
         else:
             with enable_x64(self._x64):
@@ -432,6 +454,34 @@ class ExactCall:
             slot[0] = results[out]
         for cell, value in updates:
             cell[0] = value
+
+
+class Words(NamedTuple):
+    """How an `ExactCall` takes 64-bit arguments as words (`aejax.linker.call.precision.taking_words`)."""
+
+    program: Callable[..., Any]
+    """The program taking them so."""
+    wide: tuple[int, ...]
+    """The positions of the 64-bit inputs, which enter as words."""
+    shared_dtypes: tuple[tuple[int, np.dtype], ...]
+    """The position and dtype of each shared array, checked on each call."""
+
+    @classmethod
+    def of(cls, direct: DirectCall, shortcut: Shortcut) -> Words | None:
+        """How the exact call of ``direct`` for the program of ``shortcut`` takes words; ``None`` when a shared
+        variable holds a backend value (`ResidentStorage`), which takes the program's own precision."""
+        if any(type(cell) is ResidentStorage for cell in direct.shared):
+            return None
+        cells = direct.call.program.input_cells
+        dtypes = [WORD if isinstance(c, KeyBoundaryValue) else np.dtype(c.variable.type.dtype) for c in cells]
+        arguments = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in zip(shortcut.shapes, dtypes)]
+        wide = tuple(position for position, dtype in enumerate(dtypes) if word_count(dtype))
+        shared = tuple(
+            (position, dtypes[position])
+            for position in range(direct.arity, len(cells))
+            if not isinstance(cells[position], KeyBoundaryValue)
+        )
+        return cls(taking_words(shortcut.program, arguments), wide, shared)
 
 
 def _shared_inputs(
