@@ -20,7 +20,9 @@ generator and key it last saw there (`SharedKey`).
 
 from __future__ import annotations
 
+import copy
 import sys
+import time
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any, NamedTuple, NoReturn
@@ -37,7 +39,7 @@ from aejax.adapters import HeldKey, held_key_reader
 from aejax.adapters.resident import ResidentStorage
 from aejax.adapters.words import WORD, host_words, word_count
 from aejax.linker.call.linker import BoundaryValue, HostCall, KeyBoundaryValue, held_value, thunk_node
-from aejax.linker.call.precision import running_in, takes_words, taking_words
+from aejax.linker.call.precision import calls_before_words, running_in, takes_words, taking_words
 from aejax.linker.errors import rebuildable
 from aejax.linker.program.packing import unpacked
 from aejax.linker.program.static_inputs import Shortcut
@@ -98,6 +100,8 @@ class DirectCall:
         self.n_returned = len(function.maker.fgraph.outputs) - len(self.updated)
         self.words = takes_words(call.program.x64)
         """Whether its exact calls take 64-bit arguments as words (`aejax.linker.call.precision`), decided now."""
+        self.made_in = 0.0
+        """How long the call that ran its last new program took, compiling it included (seconds)."""
         self.exact = None
         self._exact_for: Shortcut | None = None
         self._fgraph = function.maker.fgraph
@@ -148,6 +152,7 @@ class DirectCall:
         passes its shared variable's filter before any is stored, so a call
         that fails changes nothing.
         """
+        started = time.perf_counter()
         call = self.call  # its parts, not the whole: the program is called from here, one layer less per call
         program = call.program
         shortcut = program.shortcut()
@@ -165,6 +170,7 @@ class DirectCall:
         shortcut = program.shortcut()
         if shortcut is not self._exact_for:  # a new program ran: the exact call is now one for its arguments
             self._exact_for = shortcut
+            self.made_in = time.perf_counter() - started
             self.exact = self.exact_call(values[: self.arity], returning)
         return returning.value(outputs)
 
@@ -299,9 +305,12 @@ class ExactCall:
         resident_updates: list[tuple[int, ResidentStorage]],
         words: Words | None = None,
     ) -> None:
-        self._program = program if words is None else words.program
-        self._wide = None if words is None else words.wide
-        self._shared_dtypes = None if words is None else words.shared_dtypes
+        self._program = program
+        self._direct = direct
+        self._words = words
+        self._until_words = calls_before_words(direct.made_in)
+        self._wide: tuple[int, ...] | None = None
+        self._shared_dtypes: tuple[tuple[int, np.dtype], ...] = ()
         self._x64 = direct.call.program.x64
         self._arity = direct.arity
         self._n_returned = direct.n_returned
@@ -379,6 +388,8 @@ class ExactCall:
         else:
             with enable_x64(self._x64):  # here, not in a function: no frame between the call and its program
                 results = self._program(*args)
+            if self._words is not None:
+                self._count_towards_words()
         if self._bare_array:  # one output: never packed
             return np.array(results[0])
         return self._returning.value(self._outputs(unpacked(results)))
@@ -395,7 +406,7 @@ class ExactCall:
         if advancing is None:
             return NOT_EXACT
         if self._wide is not None:
-            for position, dtype in self._shared_dtypes:  # type: ignore[union-attr]
+            for position, dtype in self._shared_dtypes:
                 if values[position].dtype is not dtype:  # JAX would convert it to the program's dtype
                     return NOT_EXACT
             for position in self._wide:
@@ -406,8 +417,33 @@ class ExactCall:
         else:
             with enable_x64(self._x64):
                 results = unpacked(self._program(*values))
+            if self._words is not None:
+                self._count_towards_words()
         self._store_updates(results, advancing)  # first: a resident variable's old buffer may be donated
         return self._returning.value(self._outputs(results))
+
+    def _count_towards_words(self) -> None:
+        """Count a call that entered ``enable_x64``; once they have cost what making the program did, take words."""
+        self._until_words -= 1
+        if self._until_words <= 0:
+            self.take_words()
+
+    def take_words(self) -> None:
+        """Compile the program taking 64-bit arguments as words (`Words`), and make the exact call one that runs it.
+
+        A copy of this call runs it, put in its function's place in one
+        step: a call running meanwhile in another thread keeps the program
+        and the arguments' form it started with. Nothing is done where the
+        call takes no words.
+        """
+        words, self._words = self._words, None
+        if words is None:
+            return
+        taking = copy.copy(self)
+        taking._program = taking_words(self._program, words.arguments)
+        taking._wide, taking._shared_dtypes = words.wide, words.shared_dtypes
+        if self._direct.exact is self:
+            self._direct.exact = taking
 
     def _enter_keys(self, values: list[Any]) -> list[tuple[list[Any], int]] | None:
         """Replace each shared generator in ``values`` by the words of its key.
@@ -459,8 +495,8 @@ class ExactCall:
 class Words(NamedTuple):
     """How an `ExactCall` takes 64-bit arguments as words (`aejax.linker.call.precision.taking_words`)."""
 
-    program: Callable[..., Any]
-    """The program taking them so."""
+    arguments: tuple[jax.ShapeDtypeStruct, ...]
+    """The program's arguments, each 64-bit one as it is before it enters as words."""
     wide: tuple[int, ...]
     """The positions of the 64-bit inputs, which enter as words."""
     shared_dtypes: tuple[tuple[int, np.dtype], ...]
@@ -474,14 +510,14 @@ class Words(NamedTuple):
             return None
         cells = direct.call.program.input_cells
         dtypes = [WORD if isinstance(c, KeyBoundaryValue) else np.dtype(c.variable.type.dtype) for c in cells]
-        arguments = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in zip(shortcut.shapes, dtypes)]
+        arguments = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in zip(shortcut.shapes, dtypes))
         wide = tuple(position for position, dtype in enumerate(dtypes) if word_count(dtype))
         shared = tuple(
             (position, dtypes[position])
             for position in range(direct.arity, len(cells))
             if not isinstance(cells[position], KeyBoundaryValue)
         )
-        return cls(taking_words(shortcut.program, arguments), wide, shared)
+        return cls(arguments, wide, shared)
 
 
 def _shared_inputs(

@@ -33,20 +33,24 @@ callbacks return with the caller's setting. A program run without x64 takes
 (`aejax.adapters.jax`), and its outputs are decoded to their Types' dtypes.
 
 A function whose program has x64, made in a thread without it (JAX's
-default), is likely called there again and again: entering
-``enable_x64`` costs each call more than the call itself. So its exact call
-(`aejax.linker.call.direct_call.ExactCall`) runs a program compiled ahead of
-time that takes each 64-bit argument as its 32-bit words (`taking_words`):
-words are not converted by JAX whatever the setting, and the program turns
-them back into the values bit for bit; what it returns is 64-bit whatever
-the setting too. Which of the two a function's exact call runs is decided
-once, when the function is made (`takes_words`), and either is right
-whatever the setting of the thread that calls it.
+default), may be called there again and again, each call entering
+``enable_x64`` (2 to 3 us). So its exact call
+(`aejax.linker.call.direct_call.ExactCall`) comes to run a program compiled
+ahead of time that takes each 64-bit argument as its 32-bit words
+(`taking_words`): JAX converts no words whatever the setting, the program
+turns them back into the values bit for bit, and what it returns is 64-bit
+whatever the setting too. Whether a function's exact calls take words is
+decided once, when the function is made (`takes_words`); either form is
+right whatever the setting of the thread that calls it. That program is
+compiled once the calls entering ``enable_x64`` have cost about what making
+the program took (`calls_before_words`), since compiling it costs about as
+much again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -113,6 +117,20 @@ def running_in(x64: bool | None) -> contextlib.AbstractContextManager[Any]:
     if x64 is None or jax.config.jax_enable_x64 is x64:
         return contextlib.nullcontext()
     return enable_x64(x64)
+
+
+SWITCH_SECONDS = 2e-6
+"""About what entering ``enable_x64`` adds to a call (2 to 3 us on a 2-core CPU, interleaved medians)."""
+
+
+def calls_before_words(made_in: float) -> int:
+    """How many calls enter ``enable_x64`` before an exact call takes words, its program made in ``made_in`` seconds.
+
+    Taking words compiles the program once more, in about the time making
+    it took: a function called a few times never pays for it, one called
+    in a loop pays it once the switches it saves have cost as much.
+    """
+    return max(1, math.ceil(made_in / SWITCH_SECONDS))
 
 
 def takes_words(x64: bool | None) -> bool:

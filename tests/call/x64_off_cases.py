@@ -45,8 +45,9 @@ def all_same(got, expected):
 
 def spied(f):
     """What the program of ``f``'s exact call receives from now on: this thread's x64, the arguments' dtypes."""
+    f._direct.exact.take_words()  # now, not after the calls that pay for its compilation (`takes_words_in_time`)
     exact = f._direct.exact
-    assert exact is not None, "no exact call after the first call"
+    assert exact._wide is not None, "the exact call takes no words"
     program, seen = exact._program, []
 
     def spy(*values):
@@ -184,6 +185,27 @@ def scan():
     return called([x], steps[-1], np.array([1.0, -2.0, 3.0]))
 
 
+def takes_words_in_time():
+    """The exact call enters ``enable_x64`` until the switches have cost what making the program took, then takes
+    words: counted, not timed."""
+    x = at.dvector("x")
+    ours = aesara.function([x], x * 2, mode="AEJAX")
+    value = np.arange(3.0)
+    ours(value)
+    exact = ours._direct.exact
+    until = exact._until_words
+    assert until == max(1, int(np.ceil(ours._direct.made_in / 2e-6))), (until, ours._direct.made_in)
+    for _ in range(until - 1):
+        same(ours(value), value * 2)
+    assert ours._direct.exact is exact and exact._wide is None
+    same(ours(value), value * 2)
+    assert ours._direct.exact is not exact and ours._direct.exact._wide == (0,)
+    seen = spied(ours)
+    for _ in range(3):
+        same(ours(value), value * 2)
+    return seen
+
+
 CASES = [
     float64,
     three_float64,
@@ -198,6 +220,7 @@ CASES = [
     random_stream,
     python_arguments,
     scan,
+    takes_words_in_time,
 ]
 
 
