@@ -6,8 +6,10 @@ Run it in a process where the flag is not set (JAX's default, off). Each
 workload is compiled twice with mode ``"AEJAX"``: once inside
 ``jax.experimental.enable_x64(True)``, as a process with x64 on makes it,
 and once without, as a new user makes it. Both are called first (the
-compilation), then with the same numpy arguments ``--calls`` times per
-timing, alternately (on, off, on, off, ...) for ``--rounds`` rounds, each in
+compilation), then for ten times as long as that took (a function made
+without x64 compiles the program that takes its 64-bit arguments as words
+once its calls have paid for it: `aejax.linker.call.precision`), then with
+the same numpy arguments ``--calls`` times per timing, alternately (on, off, on, off, ...) for ``--rounds`` rounds, each in
 the setting it was made in, so the machine's drift falls on both alike. The
 table shows the median time of one call for each, and their ratio (issue
 #49: at most 1.05).
@@ -79,14 +81,22 @@ def per_call(f: Callable[..., Any], args: tuple[Any, ...], calls: int) -> float:
     return (time.perf_counter() - started) / calls * 1e6
 
 
+def warmed(f: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """``f`` called first, then again and again for ten times as long as its first call took."""
+    started = time.perf_counter()
+    f(*args)
+    until = time.perf_counter() + 10 * (time.perf_counter() - started)
+    while time.perf_counter() < until:
+        f(*args)
+    return f
+
+
 def measured(workload: Callable[[], Workload], rounds: int, calls: int) -> dict[str, float]:
     """The medians of one call with x64 on and off, each function made and called in its setting."""
     make, args = workload()
     with enable_x64(True):
-        on = make()
-        on(*args)
-    off = make()
-    off(*args)
+        on = warmed(make(), args)
+    off = warmed(make(), args)
     times: dict[str, list[float]] = {"on": [], "off": []}
     for _ in range(rounds):
         with enable_x64(True):
