@@ -6,9 +6,9 @@ Run it in a process where the flag is not set (JAX's default, off). Each
 workload is compiled twice with mode ``"AEJAX"``: once inside
 ``jax.experimental.enable_x64(True)``, as a process with x64 on makes it,
 and once without, as a new user makes it. Both are called first (the
-compilation), then for ten times as long as that took (a function made
-without x64 compiles the program that takes its 64-bit arguments as words
-once its calls have paid for it: `aejax.linker.call.precision`), then with
+compilation), then as many times as pay for that (a function made without
+x64 compiles the program that takes its 64-bit arguments as words once its
+calls have: `aejax.linker.call.precision.calls_before_words`), then with
 the same numpy arguments ``--calls`` times per timing, alternately (on, off, on, off, ...) for ``--rounds`` rounds, each in
 the setting it was made in, so the machine's drift falls on both alike. The
 table shows the median time of one call for each, and their ratio (issue
@@ -31,6 +31,7 @@ import numpy as np
 from jax.experimental import enable_x64
 
 import aejax.linker  # noqa: F401 - registers the mode "AEJAX"
+from aejax.linker.call.precision import calls_before_words
 
 Workload = tuple[Callable[[], Any], tuple[Any, ...]]
 
@@ -82,11 +83,10 @@ def per_call(f: Callable[..., Any], args: tuple[Any, ...], calls: int) -> float:
 
 
 def warmed(f: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    """``f`` called first, then again and again for ten times as long as its first call took."""
+    """``f`` called first, then as many times again as pay for compiling it (`calls_before_words` of its first call)."""
     started = time.perf_counter()
     f(*args)
-    until = time.perf_counter() + 10 * (time.perf_counter() - started)
-    while time.perf_counter() < until:
+    for _ in range(calls_before_words(time.perf_counter() - started)):
         f(*args)
     return f
 
