@@ -111,6 +111,8 @@ class DeviceExactCall(ExactCall):
     results are returned as they are.
     """
 
+    takes_words = False  # a jax.Array argument enters as it is: its calls keep the program's precision
+
     def __init__(self, direct: DirectCall, returning: Returning, program: Callable[..., Any], *rest: Any) -> None:
         super().__init__(direct, returning, program, *rest)
         kinds = self._kinds

@@ -20,7 +20,9 @@ generator and key it last saw there (`SharedKey`).
 
 from __future__ import annotations
 
+import copy
 import sys
+import time
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any, NamedTuple, NoReturn
@@ -35,8 +37,9 @@ from jax.experimental import enable_x64
 
 from aejax.adapters import HeldKey, held_key_reader
 from aejax.adapters.resident import ResidentStorage
+from aejax.adapters.words import WORD, host_words, word_count
 from aejax.linker.call.linker import BoundaryValue, HostCall, KeyBoundaryValue, held_value, thunk_node
-from aejax.linker.call.precision import running_in
+from aejax.linker.call.precision import calls_before_words, running_in, takes_words, taking_words
 from aejax.linker.errors import rebuildable
 from aejax.linker.program.packing import unpacked
 from aejax.linker.program.static_inputs import Shortcut
@@ -95,6 +98,10 @@ class DirectCall:
             if i.update is not None
         ]
         self.n_returned = len(function.maker.fgraph.outputs) - len(self.updated)
+        self.words = takes_words(call.program.x64)
+        """Whether its exact calls take 64-bit arguments as words (`aejax.linker.call.precision`), decided now."""
+        self.made_in = 0.0
+        """How long the call that ran its last new program took, compiling it included (seconds)."""
         self.exact = None
         self._exact_for: Shortcut | None = None
         self._fgraph = function.maker.fgraph
@@ -145,6 +152,7 @@ class DirectCall:
         passes its shared variable's filter before any is stored, so a call
         that fails changes nothing.
         """
+        started = time.perf_counter()
         call = self.call  # its parts, not the whole: the program is called from here, one layer less per call
         program = call.program
         shortcut = program.shortcut()
@@ -162,6 +170,7 @@ class DirectCall:
         shortcut = program.shortcut()
         if shortcut is not self._exact_for:  # a new program ran: the exact call is now one for its arguments
             self._exact_for = shortcut
+            self.made_in = time.perf_counter() - started
             self.exact = self.exact_call(values[: self.arity], returning)
         return returning.value(outputs)
 
@@ -280,6 +289,9 @@ class ExactCall:
     stored, as in the general path.
     """
 
+    takes_words = True
+    """Whether its calls may take 64-bit arguments as words (`Words`), when its function's do (`DirectCall.words`)."""
+
     def __init__(
         self,
         direct: DirectCall,
@@ -291,8 +303,14 @@ class ExactCall:
         decoders: list[Callable[[Any], Any]] | None,
         updates: list[tuple[int, list[Any], Callable[[Any], Any]]],
         resident_updates: list[tuple[int, ResidentStorage]],
+        words: Words | None = None,
     ) -> None:
         self._program = program
+        self._direct = direct
+        self._words = words
+        self._until_words = calls_before_words(direct.made_in)
+        self._wide: tuple[int, ...] | None = None
+        self._shared_dtypes: tuple[tuple[int, np.dtype], ...] = ()
         self._x64 = direct.call.program.x64
         self._arity = direct.arity
         self._n_returned = direct.n_returned
@@ -331,7 +349,8 @@ class ExactCall:
         if shared is None or updates is None:
             return None
         decoders = cls.output_decoders(direct.call.program.output_cells[: direct.n_returned])
-        return cls(direct, returning, shortcut.program, kinds, *shared, decoders, *updates)  # type: ignore[arg-type]
+        words = Words.of(direct, shortcut) if direct.words and cls.takes_words else None
+        return cls(direct, returning, shortcut.program, kinds, *shared, decoders, *updates, words)  # type: ignore[arg-type]
 
     @staticmethod
     def argument_kind(position: int, container: Any, argument: Any) -> ArgumentKind | None:
@@ -359,11 +378,18 @@ class ExactCall:
                 return NOT_EXACT
         if self._shared:
             return self._call_with_shared(args)
-        if _CONFIG.jax_enable_x64 is self._x64:
+        if self._wide is not None:  # inline, as below: no frame between the call and its program
+            values = list(args)
+            for position in self._wide:
+                values[position] = host_words(values[position])
+            results = self._program(*values)
+        elif _CONFIG.jax_enable_x64 is self._x64:
             results = self._program(*args)
         else:
             with enable_x64(self._x64):  # here, not in a function: no frame between the call and its program
                 results = self._program(*args)
+            if self._words is not None:
+                self._count_towards_words()
         if self._bare_array:  # one output: never packed
             return np.array(results[0])
         return self._returning.value(self._outputs(unpacked(results)))
@@ -379,13 +405,45 @@ class ExactCall:
         advancing = self._enter_keys(values)
         if advancing is None:
             return NOT_EXACT
-        if _CONFIG.jax_enable_x64 is self._x64:
+        if self._wide is not None:
+            for position, dtype in self._shared_dtypes:
+                if values[position].dtype is not dtype:  # JAX would convert it to the program's dtype
+                    return NOT_EXACT
+            for position in self._wide:
+                values[position] = host_words(values[position])
+            results = unpacked(self._program(*values))
+        elif _CONFIG.jax_enable_x64 is self._x64:
             results = unpacked(self._program(*values))
         else:
             with enable_x64(self._x64):
                 results = unpacked(self._program(*values))
+            if self._words is not None:
+                self._count_towards_words()
         self._store_updates(results, advancing)  # first: a resident variable's old buffer may be donated
         return self._returning.value(self._outputs(results))
+
+    def _count_towards_words(self) -> None:
+        """Count a call that entered ``enable_x64``; once they have cost what making the program did, take words."""
+        self._until_words -= 1
+        if self._until_words <= 0:
+            self.take_words()
+
+    def take_words(self) -> None:
+        """Compile the program taking 64-bit arguments as words (`Words`), and make the exact call one that runs it.
+
+        A copy of this call runs it, put in its function's place in one
+        step: a call running meanwhile in another thread keeps the program
+        and the arguments' form it started with. Nothing is done where the
+        call takes no words.
+        """
+        words, self._words = self._words, None
+        if words is None:
+            return
+        taking = copy.copy(self)
+        taking._program = taking_words(self._program, words.arguments)
+        taking._wide, taking._shared_dtypes = words.wide, words.shared_dtypes
+        if self._direct.exact is self:
+            self._direct.exact = taking
 
     def _enter_keys(self, values: list[Any]) -> list[tuple[list[Any], int]] | None:
         """Replace each shared generator in ``values`` by the words of its key.
@@ -432,6 +490,34 @@ class ExactCall:
             slot[0] = results[out]
         for cell, value in updates:
             cell[0] = value
+
+
+class Words(NamedTuple):
+    """How an `ExactCall` takes 64-bit arguments as words (`aejax.linker.call.precision.taking_words`)."""
+
+    arguments: tuple[jax.ShapeDtypeStruct, ...]
+    """The program's arguments, each 64-bit one as it is before it enters as words."""
+    wide: tuple[int, ...]
+    """The positions of the 64-bit inputs, which enter as words."""
+    shared_dtypes: tuple[tuple[int, np.dtype], ...]
+    """The position and dtype of each shared array, checked on each call."""
+
+    @classmethod
+    def of(cls, direct: DirectCall, shortcut: Shortcut) -> Words | None:
+        """How the exact call of ``direct`` for the program of ``shortcut`` takes words; ``None`` when a shared
+        variable holds a backend value (`ResidentStorage`), which takes the program's own precision."""
+        if any(type(cell) is ResidentStorage for cell in direct.shared):
+            return None
+        cells = direct.call.program.input_cells
+        dtypes = [WORD if isinstance(c, KeyBoundaryValue) else np.dtype(c.variable.type.dtype) for c in cells]
+        arguments = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in zip(shortcut.shapes, dtypes))
+        wide = tuple(position for position, dtype in enumerate(dtypes) if word_count(dtype))
+        shared = tuple(
+            (position, dtypes[position])
+            for position in range(direct.arity, len(cells))
+            if not isinstance(cells[position], KeyBoundaryValue)
+        )
+        return cls(arguments, wide, shared)
 
 
 def _shared_inputs(

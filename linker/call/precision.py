@@ -31,20 +31,39 @@ ahead-of-time ``Compiled`` one refuses arguments canonicalised without x64
 callbacks return with the caller's setting. A program run without x64 takes
 64-bit host values narrowed to 32 bits by their codecs
 (`aejax.adapters.jax`), and its outputs are decoded to their Types' dtypes.
+
+A function whose program has x64, made in a thread without it (JAX's
+default), may be called there again and again, each call entering
+``enable_x64`` (2 to 3 us). So its exact call
+(`aejax.linker.call.direct_call.ExactCall`) comes to run a program compiled
+ahead of time that takes each 64-bit argument as its 32-bit words
+(`taking_words`): JAX converts no words whatever the setting, the program
+turns them back into the values bit for bit, and what it returns is 64-bit
+whatever the setting too. Whether a function's exact calls take words is
+decided once, when the function is made (`takes_words`); either form is
+right whatever the setting of the thread that calls it. That program is
+compiled once the calls entering ``enable_x64`` have cost about what making
+the program took (`calls_before_words`), since compiling it costs about as
+much again.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
+import numpy as np
 from aesara.graph.basic import Variable, applys_between, vars_between
 from aesara.graph.fg import FunctionGraph
 from aesara.graph.op import HasInnerGraph
 from aesara.tensor.elemwise import Elemwise
 from jax.experimental import enable_x64
+
+from aejax.adapters.words import WORD, program_value, word_count
+from aejax.linker.checks import CheckedProgram
 
 WIDE_FLOATS = frozenset({"float64", "complex128"})
 """The dtypes that make a program compute with x64."""
@@ -98,3 +117,47 @@ def running_in(x64: bool | None) -> contextlib.AbstractContextManager[Any]:
     if x64 is None or jax.config.jax_enable_x64 is x64:
         return contextlib.nullcontext()
     return enable_x64(x64)
+
+
+SWITCH_SECONDS = 2e-6
+"""About what entering ``enable_x64`` adds to a call (2 to 3 us on a 2-core CPU, interleaved medians)."""
+
+
+def calls_before_words(made_in: float) -> int:
+    """How many calls enter ``enable_x64`` before an exact call takes words, its program made in ``made_in`` seconds.
+
+    Taking words compiles the program once more, in about the time making
+    it took: a function called a few times never pays for it, one called
+    in a loop pays it once the switches it saves have cost as much.
+    """
+    return max(1, math.ceil(made_in / SWITCH_SECONDS))
+
+
+def takes_words(x64: bool | None) -> bool:
+    """Whether a function whose program has precision ``x64``, made now, calls it with 64-bit arguments as words.
+
+    So when the program has x64 and this thread's setting is without it.
+    """
+    return bool(x64) and not jax.config.jax_enable_x64
+
+
+def taking_words(program: Callable[..., Any], arguments: Sequence[jax.ShapeDtypeStruct]) -> Callable[..., Any]:
+    """``program`` (jitted, with x64) compiled ahead of time for ``arguments``, each 64-bit one taken as its words.
+
+    Called with the words of each 64-bit argument
+    (`aejax.adapters.words.host_words`) and the others as they are, it runs
+    without entering ``enable_x64``, whatever this thread's setting. A
+    `CheckedProgram` stays one, its jitted function compiled so.
+    """
+    if isinstance(program, CheckedProgram):
+        return CheckedProgram(taking_words(program.jitted, arguments), program.checks)
+    dtypes = [np.dtype(argument.dtype) for argument in arguments]
+
+    def from_words(*values: Any) -> Any:
+        return program(*[program_value(v, d) if word_count(d) else v for v, d in zip(values, dtypes)])
+
+    crossing = [
+        jax.ShapeDtypeStruct((*a.shape, word_count(d)), WORD) if word_count(d) else a for a, d in zip(arguments, dtypes)
+    ]
+    with enable_x64(True):
+        return jax.jit(from_words).lower(*crossing).compile()

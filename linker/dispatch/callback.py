@@ -34,6 +34,7 @@ from aesara.tensor.exceptions import ShapeError
 from aesara.tensor.random.type import RandomStateType
 from aesara.tensor.type import DenseTensorType
 
+from aejax.adapters.words import WORD, host_words, host_words_value, program_value, program_words, word_count
 from aejax.linker.checks import callback_staged
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
 from aejax.linker.trace.folding import fold, host_value, is_numeric, perform
@@ -202,13 +203,13 @@ class Crossing(NamedTuple):
     """How a value of one dtype crosses a host callback, in either direction.
 
     In a program traced with x64, a 64-bit value (``float64``, ``int64``,
-    ``uint64``, ``complex128``) crosses as its 32-bit words, on a new last
-    axis. JAX converts what enters and leaves a callback with the x64 setting
-    of the thread the callback runs on, and XLA runs a large program's
-    callbacks on a thread of its own, where aejax's setting for the program
-    (`aejax.linker.call.precision`) does not hold: there a ``float64`` input
-    reached ``perform`` as ``float32`` (its value rounded), and a ``float64``
-    output was refused. Words are what they are whatever the setting.
+    ``uint64``, ``complex128``) crosses as its 32-bit words
+    (`aejax.adapters.words`). JAX converts what enters and leaves a callback
+    with the x64 setting of the thread the callback runs on, and XLA runs a
+    large program's callbacks on a thread of its own, where aejax's setting
+    for the program (`aejax.linker.call.precision`) does not hold: there a
+    ``float64`` input reached ``perform`` as ``float32`` (its value rounded),
+    and a ``float64`` output was refused.
     """
 
     dtype: np.dtype
@@ -219,44 +220,29 @@ class Crossing(NamedTuple):
     def of(cls, dtype: Any) -> Crossing:
         """The crossing of values of ``dtype``, in the precision being traced."""
         dtype = np.dtype(dtype)
-        if dtype.itemsize < 8 or dtype.kind not in "iufc" or not jax.config.jax_enable_x64:
-            return cls(dtype, 0)
-        return cls(dtype, dtype.itemsize // _WORD.itemsize)
+        return cls(dtype, word_count(dtype) if jax.config.jax_enable_x64 else 0)
 
     def result_type(self, shape: tuple[int, ...]) -> jax.ShapeDtypeStruct:
         """What a value of ``shape`` crosses as, for `jax.pure_callback`."""
         return (
-            jax.ShapeDtypeStruct((*shape, self.words), _WORD) if self.words else jax.ShapeDtypeStruct(shape, self.dtype)
+            jax.ShapeDtypeStruct((*shape, self.words), WORD) if self.words else jax.ShapeDtypeStruct(shape, self.dtype)
         )
 
     def from_host(self, array: np.ndarray) -> np.ndarray:
         """On the host: ``array`` as it crosses."""
-        return np.asarray(array, self.dtype, order="C")[..., None].view(_WORD) if self.words else array
+        return host_words(np.asarray(array, self.dtype, order="C")) if self.words else array
 
     def on_host(self, crossed: Any) -> np.ndarray:
         """On the host: the value that crossed as ``crossed``."""
-        return np.asarray(crossed, order="C").view(self.dtype)[..., 0] if self.words else crossed
+        return host_words_value(crossed, self.dtype) if self.words else crossed
 
     def from_program(self, value: Any) -> Any:
         """In the program: ``value`` as it crosses."""
-        if not self.words:
-            return value
-        if self.dtype.kind == "c":
-            parts = jax.lax.bitcast_convert_type(jax.numpy.stack([value.real, value.imag], -1), _WORD)
-            return parts.reshape(*value.shape, self.words)
-        return jax.lax.bitcast_convert_type(value, _WORD)
+        return program_words(value) if self.words else value
 
     def in_program(self, crossed: Any) -> Any:
         """In the program: the value that crossed as ``crossed``."""
-        if not self.words:
-            return crossed
-        if self.dtype.kind == "c":
-            parts = jax.lax.bitcast_convert_type(crossed.reshape(*crossed.shape[:-1], 2, self.words // 2), np.float64)
-            return jax.lax.complex(parts[..., 0], parts[..., 1])
-        return jax.lax.bitcast_convert_type(crossed, self.dtype)
-
-
-_WORD = np.dtype(np.uint32)
+        return program_value(crossed, self.dtype) if self.words else crossed
 
 
 def _host_output(node: Apply, index: int, value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:

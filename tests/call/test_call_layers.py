@@ -13,13 +13,22 @@ import jax
 import numpy as np
 import pytest
 from aesara.raise_op import Assert
-from jax.experimental import enable_x64
+from jax.experimental import disable_x64, enable_x64
 
 import aejax.linker
 from aejax.linker.checks import CheckedProgram
 from aejax.linker.program.static_inputs import Shortcut
 
 LINKER = Path(aejax.linker.__file__).resolve().parent
+
+
+def _layers() -> list[str]:
+    """The aejax frames that called the caller, innermost first, each by the class of its ``self``."""
+    layers = []
+    for frame in inspect.stack()[2:]:
+        if Path(frame.filename).resolve().is_relative_to(LINKER):
+            layers.append(type(frame.frame.f_locals.get("self")).__name__)
+    return layers
 
 
 def _spied(f):
@@ -31,11 +40,7 @@ def _spied(f):
     seen = []
 
     def spy(*values):
-        layers = []
-        for frame in inspect.stack()[1:]:
-            if Path(frame.filename).resolve().is_relative_to(LINKER):
-                layers.append(type(frame.frame.f_locals.get("self")).__name__)
-        seen.append((layers, jax.config.jax_enable_x64))
+        seen.append((_layers(), jax.config.jax_enable_x64))
         return jitted(*values)
 
     if checked:
@@ -62,3 +67,23 @@ def test_a_call_passes_at_most_three_layers(x64, checked):
         (checks + ["DirectCall", "AejaxFunction"], True),
         (checks + ["ExactCall", "AejaxFunction"], True),
     ]
+
+
+def test_an_exact_call_of_a_function_made_without_x64_passes_two_layers_and_switches_nothing():
+    """Its program is compiled ahead of time to take 64-bit arguments as words (`precision.taking_words`): the spy
+    replaces that program in the exact call."""
+    x = at.dvector("x")
+    with disable_x64():
+        f = aesara.function([x], x * 2, mode=aejax.linker.mode)
+        f(np.ones(3))
+        f._direct.exact.take_words()  # at once, not after the calls that pay for its compilation
+        exact = f._direct.exact
+        program, seen = exact._program, []
+
+        def spy(*values):
+            seen.append((_layers(), jax.config.jax_enable_x64, [v.dtype for v in values]))
+            return program(*values)
+
+        exact._program = spy
+        np.testing.assert_array_equal(f(np.ones(3)), [2.0, 2.0, 2.0])
+    assert seen == [(["ExactCall", "AejaxFunction"], False, [np.uint32])]

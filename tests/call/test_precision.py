@@ -448,3 +448,30 @@ def test_a_host_callback_in_a_large_float64_program_keeps_64_bits_with_x64_off()
     assert total == pytest.approx(seen["reference"][0], rel=1e-13)
     assert [largest, smallest, digits] == seen["reference"][1:]
     assert largest > 2**31  # beyond int32
+
+
+def test_with_x64_off_a_repeated_call_takes_64_bit_arguments_as_words_and_computes_as_the_reference():
+    """A function made and called with JAX's default x64 off: its exact calls run the program with no switch of the
+    setting, every 64-bit argument entering as its words, and every result is the reference's
+    (`tests/call/x64_off_cases.py`: float64, int64 beyond 2**31, uint64, complex128, bool, 0-d and empty arrays, a
+    float32 graph, an Assert, shared variables, a RandomStream, Python arguments, a Scan)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("JAX_ENABLE_X64", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.call.x64_off_cases"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report.pop("x64") is False
+    failed = {case: seen for case, seen in report.items() if isinstance(seen, str)}
+    assert not failed, "\n".join(f"{case}:\n{error}" for case, error in failed.items())
+    assert report.pop("python_arguments") is None  # lists and Python numbers: the general path, checked only
+    for case, seen in report.items():
+        assert len(seen) >= 3, case
+        assert all(not set(dtypes) & {"float64", "int64", "uint64", "complex128"} for _, dtypes in seen), (case, seen)
+        assert [x64 for x64, _ in seen[:3]] == [False] * 3, (case, seen)  # no switch to x64 around the program

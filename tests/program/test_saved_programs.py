@@ -67,12 +67,16 @@ PROGRAM = textwrap.dedent(
     deferred = any(type(fn) is DeferredLowering for _, fn in f.vm.jit_fn.steps)
     values = [float(f(np.linspace(0.1, 1.0, options.get("length", 4)))) for _ in range(3)]
     traced = len(traces)
+    if options.get("words"):  # the exact call takes its 64-bit arguments as words from now on (a trace of its own)
+        f._direct.exact.take_words()
+        values += [float(f(np.linspace(0.1, 1.0, options.get("length", 4)))) for _ in range(3)]
+    words = f._direct.exact._wide is not None
     try:
         f(-np.ones(4))
         raised = None
     except Exception as error:
         raised = [type(error).__name__, str(error).splitlines()[0]]  # Aesara appends the node, with addresses
-    print(json.dumps({"values": values, "traced": traced, "raised": raised, "deferred": deferred}))
+    print(json.dumps({"values": values, "traced": traced, "raised": raised, "deferred": deferred, "words": words}))
     """
 )
 
@@ -121,6 +125,18 @@ def test_a_program_saved_under_one_process_flag_is_loaded_under_the_other(tmp_pa
     assert second["traced"] == 0 and second["deferred"]
     assert second["values"] == first["values"]
     assert second["raised"] == first["raised"] == ["AssertionError", "x must be positive"]
+
+
+def test_a_loaded_program_runs_with_64_bit_arguments_as_words_in_a_process_without_x64(tmp_path):
+    """The store keeps the program as traced; a function made without x64 compiles the one taking words from it,
+    saved nor loaded, and computes the same values (the words program's first calls) as a process without the store."""
+    first = run(tmp_path, x64=False, words=True)
+    assert first["traced"] > 0 and saved(tmp_path) and first["words"]
+    second = run(tmp_path, x64=False, words=True)
+    assert second["traced"] == 0 and second["words"]
+    assert second["values"] == first["values"] == run(tmp_path / "off", switch="0", x64=False, words=True)["values"]
+    assert second["raised"] == first["raised"] == ["AssertionError", "x must be positive"]
+    assert len(saved(tmp_path)) == 1
 
 
 def test_a_loaded_program_with_a_lapack_kernel_runs_in_a_process_that_never_lowered_one(tmp_path):

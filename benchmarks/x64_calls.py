@@ -1,0 +1,127 @@
+"""The repeated call of a compiled function with JAX's ``jax_enable_x64`` off against the same call with it on.
+
+    python benchmarks/x64_calls.py [--rounds 15] [--calls 2000] [--save FILE.json]
+
+Run it in a process where the flag is not set (JAX's default, off). Each
+workload is compiled twice with mode ``"AEJAX"``: once inside
+``jax.experimental.enable_x64(True)``, as a process with x64 on makes it,
+and once without, as a new user makes it. Both are called first (the
+compilation), then as many times as pay for that (a function made without
+x64 compiles the program that takes its 64-bit arguments as words once its
+calls have: `aejax.linker.call.precision.calls_before_words`), then with
+the same numpy arguments ``--calls`` times per timing, alternately (on, off, on, off, ...) for ``--rounds`` rounds, each in
+the setting it was made in, so the machine's drift falls on both alike. The
+table shows the median time of one call for each, and their ratio (issue
+#49: at most 1.05).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import aesara
+import aesara.tensor as at
+import jax
+import numpy as np
+from jax.experimental import enable_x64
+
+import aejax.linker  # noqa: F401 - registers the mode "AEJAX"
+from aejax.linker.call.precision import calls_before_words
+
+Workload = tuple[Callable[[], Any], tuple[Any, ...]]
+
+
+def doubled() -> Workload:
+    x = at.dvector("x")
+    return lambda: aesara.function([x], x * 2, mode="AEJAX"), (np.ones(3),)
+
+
+def three_float64() -> Workload:
+    x, y, z = at.dvector("x"), at.dvector("y"), at.dscalar("z")
+    return lambda: aesara.function([x, y, z], (x * y + z).sum(), mode="AEJAX"), (np.ones(3), np.ones(3), np.float64(2))
+
+
+def int64() -> Workload:
+    i, j = at.lvector("i"), at.lscalar("j")
+    return lambda: aesara.function([i, j], i * j + 2**40, mode="AEJAX"), (np.arange(3), np.int64(5))
+
+
+def shared_update() -> Workload:
+    def make() -> Any:
+        x = at.dvector("x")
+        total = aesara.shared(np.zeros(3), name="total")
+        return aesara.function([x], total.sum(), updates={total: total + x}, mode="AEJAX")
+
+    return make, (np.ones(3),)
+
+
+def float32_only() -> Workload:
+    v = at.fvector("v")
+    return lambda: aesara.function([v], v * 2, mode="AEJAX"), (np.ones(3, np.float32),)
+
+
+WORKLOADS = {
+    "x * 2 (dvector 3)": doubled,
+    "3 float64 inputs": three_float64,
+    "int64": int64,
+    "shared update": shared_update,
+    "float32 only": float32_only,
+}
+
+
+def per_call(f: Callable[..., Any], args: tuple[Any, ...], calls: int) -> float:
+    """Microseconds per call of ``f(*args)``, over ``calls`` calls."""
+    started = time.perf_counter()
+    for _ in range(calls):
+        f(*args)
+    return (time.perf_counter() - started) / calls * 1e6
+
+
+def warmed(f: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """``f`` called first, then as many times again as pay for compiling it (`calls_before_words` of its first call)."""
+    started = time.perf_counter()
+    f(*args)
+    for _ in range(calls_before_words(time.perf_counter() - started)):
+        f(*args)
+    return f
+
+
+def measured(workload: Callable[[], Workload], rounds: int, calls: int) -> dict[str, float]:
+    """The medians of one call with x64 on and off, each function made and called in its setting."""
+    make, args = workload()
+    with enable_x64(True):
+        on = warmed(make(), args)
+    off = warmed(make(), args)
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    for _ in range(rounds):
+        with enable_x64(True):
+            times["on"].append(per_call(on, args, calls))
+        times["off"].append(per_call(off, args, calls))
+    medians = {setting: statistics.median(values) for setting, values in times.items()}
+    return {**medians, "ratio": medians["off"] / medians["on"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--save", help="write the table as JSON to this file")
+    options = parser.parse_args()
+    if jax.config.jax_enable_x64:
+        parser.error("run it with jax_enable_x64 off (JAX's default): unset JAX_ENABLE_X64")
+    table = {name: measured(workload, options.rounds, options.calls) for name, workload in WORKLOADS.items()}
+    print(f"{'workload':<20} {'x64 on (us)':>12} {'x64 off (us)':>13} {'off / on':>9}")
+    for name, row in table.items():
+        print(f"{name:<20} {row['on']:>12.2f} {row['off']:>13.2f} {row['ratio']:>9.3f}")
+    if options.save:
+        with open(options.save, "w") as file:
+            json.dump(table, file, indent=1)
+
+
+if __name__ == "__main__":
+    main()
