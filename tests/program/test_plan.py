@@ -97,11 +97,11 @@ WRITTEN_AFTER_INIT = {
 
 
 def _self_attribute(target: ast.expr) -> str | None:
-    """The attribute of ``self`` that ``target`` writes (``self.a = ``, ``self.a[k] = ``), if any."""
-    while isinstance(target, ast.Subscript):
+    """The attribute of ``self`` that ``target`` writes into (``self.a = ``, ``self.a[k] = ``, ``self.a.b = ``), if any."""
+    while isinstance(target, (ast.Subscript, ast.Attribute)):
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            return target.attr
         target = target.value
-    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-        return target.attr
     return None
 
 
