@@ -58,9 +58,10 @@ class Plan:
 
     def holds(self, found: Found) -> bool:
         """Whether this plan holds all that ``found`` says (a node already on the host keeps its first reason)."""
+        if found is NOTHING:
+            return True
         return (
-            found is NOTHING
-            or found.exact <= self.exact
+            found.exact <= self.exact
             and (found.host is None or found.host[0] in self.host_reasons)
             and self.groups.holds(found.groups)
         )
