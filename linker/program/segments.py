@@ -225,9 +225,8 @@ class GraphProgram:
         self._plan = Plan.first(object_nodes)
         self._parts = self._parted(object_nodes)
         self._place = {node: (p, at) for p, part in enumerate(self._parts) for node, at in part.position.items()}
-        self._segments: dict[
-            tuple[Apply | None, bool], Segment
-        ] = {}  # by first node, and whether the plan runs it on the host
+        # by first node, and whether the plan runs that node on the host: a plan that moves it there adds one
+        self._segments: dict[tuple[Apply | None, bool], Segment] = {}
         boundary_on_host = any(
             not isinstance(var, Constant) and stays_on_host(var.type) for var in self.inputs + self.outputs
         )
@@ -407,7 +406,7 @@ class GraphProgram:
                 return self._ending(plan, at, why, start, env, inputs, entered)
             results = tuple(env[var] for var in lowered.outputs)
             groups = plan.groups.found(inputs, entered, lowered.outputs, results)
-            return Ended(None, tuple(lowered.outputs), results, Found(groups=groups) if groups else NOTHING)
+            return Ended(None, tuple(lowered.outputs), results, Found(groups=groups))
 
         return segment_fn
 
@@ -427,8 +426,7 @@ class GraphProgram:
         given = set(inputs)
         live = [var for var in self.live_at(at) if var in env and var not in given]
         results = tuple(env[var] for var in live)
-        found = replace(found, groups=plan.groups.found(inputs, entered, live, results))
-        return Ended(at, tuple(live), results, NOTHING if found == NOTHING else found)
+        return Ended(at, tuple(live), results, replace(found, groups=plan.groups.found(inputs, entered, live, results)))
 
     def _whole_graph(self) -> Segment:
         """The program of the whole graph, taking and returning every value in boundary form, unless it ends early
@@ -500,8 +498,8 @@ class GraphProgram:
 
     def _host_reason(self, plan: Plan, node: Apply, why: Exception, start: Apply | None) -> str | None:
         """Why ``node`` runs on the host from now on, where that helps it (when it must, or a program of its own did
-        not); ``None`` where a program of its own starts at it, what it needs input there (static, or of a length
-        known there), or ``plan`` runs it on the host already; raise ``why`` if neither can help."""
+        not); ``None`` where a program of its own is to start at it (what it needs is input there: static, or of a
+        length known there), or ``plan`` runs it on the host already; raise ``why`` if neither can help."""
         if isinstance(why, UnknownShapesError):
             reason = UNKNOWN_SHAPES
         elif isinstance(why, HostObjectError):
