@@ -93,18 +93,17 @@ class SavedAs(NamedTuple):
     store: ProgramStore
     found: tuple[Discovered, dict[int, str]] | None
     """`ProgramStore.discovered`, read when the function was made."""
-    storable: Callable[[], bool] = lambda: True
-    """Whether the program just traced can be replayed from a save (its outputs have static lengths)."""
 
 
 class ExportingProgram:
-    """The jitted program ``traced`` called through its `jax.export` export (``exported``, made when first traced).
+    """The jitted program ``traced`` called through its `jax.export` export (``exported``, made before it is traced).
 
     ``jitted`` is what runs: ``jax.jit`` of `program`, the same function in
     the process that exports and in the one that loads the export, so JAX's
     persistent cache compiles it once for both. Arguments the export does not
-    fit (another shape, dtype or structure) are exported anew; a program JAX
-    cannot export (a custom call without a stability guarantee) runs as ``traced``.
+    fit (another shape, dtype or structure) are exported anew for that trace;
+    a program JAX cannot export (a custom call without a stability guarantee)
+    runs as ``traced``.
     """
 
     def __init__(self, traced: Callable[..., Any], donated: tuple[int, ...], exported: Any = None) -> None:
@@ -114,11 +113,10 @@ class ExportingProgram:
 
     def program(self, *args: Any) -> Any:
         """The export's call, traced by ``jitted``."""
-        if not fits(self.exported, args):
-            self.exported = _exported(self._traced, args)
-        if self.exported is None:
+        exported = self.exported if fits(self.exported, args) else _exported(self._traced, args)
+        if exported is None:
             return self._traced(*args)
-        return self.exported.call(*args)
+        return exported.call(*args)
 
 
 def fits(exported: Any, args: Sequence[Any]) -> bool:
@@ -241,9 +239,11 @@ class ProgramStore:
             table.number(exc_type, message)
         return CheckedProgram(jitted, table)
 
-    def exporting(self, entry: str, traced: Callable[..., Any], donated: tuple[int, ...]) -> Callable[..., Any]:
-        """The jitted program ``traced`` run through its export, which its first call makes for `save`."""
-        exporting = ExportingProgram(traced, donated)
+    def exporting(
+        self, entry: str, traced: Callable[..., Any], donated: tuple[int, ...], args: Sequence[Any]
+    ) -> Callable[..., Any]:
+        """The jitted program ``traced`` run through its export for arguments like ``args``, made now for `save`."""
+        exporting = ExportingProgram(traced, donated, _exported(traced, args))
         self._exporting[entry] = exporting
         return exporting.jitted
 

@@ -16,9 +16,12 @@ next program starts at the node. That happens when
   meets a Python object: it runs on the host (`HostNode`).
 
 So the first call plans the graph while it traces it, each program once.
-Where a program ended is part of that compiled program (`Ended`'s static
-data): a program traced for other static values or shapes may end
-elsewhere, and the graph still runs, from wherever each program ended.
+What a trace decides is returned, not written: where the program ended and
+what its trace found for the plan (`aejax.linker.program.plan.Found`) are
+part of that compiled program (`Ended`'s static data), and the runner joins
+what each program hands back into a new `Plan` before the next one runs. A
+program traced for other static values or shapes may end elsewhere, and the
+graph still runs, from wherever each program ended.
 
 So that a long run compiles O(log n) programs rather than one per length,
 a value of run-time length enters the next program *bucketed*: its rows
@@ -29,7 +32,7 @@ ended at takes the value itself, it enters cut to its exact length instead
 (one program per length, bounded by the program cache). Values that one
 mask selected in a program (``x[nonzero(m)]`` and ``log(x[nonzero(m)])``)
 enter the next one sharing one mask again, or all cut to their exact
-length (`MaskGroups`), so nodes there may still combine them.
+length (`aejax.linker.program.mask_groups`), so nodes there may still combine them.
 
 Nodes that take or produce Python objects (`Generic` values, which stay on
 the host) run on the host between programs from the start. A graph with
@@ -40,12 +43,11 @@ whose every node runs on the host has no jit program at all.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from aesara.graph.basic import Apply, Constant, Variable
 from aesara.ifelse import IfElse
@@ -54,7 +56,7 @@ from aejax.adapters import stays_on_host
 from aejax.linker.errors import LoweringError
 from aejax.linker.graph.value_bounds import ValuesWithin
 from aejax.linker.lengths.consumers import run_time_lengths_taken
-from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, Masked, NeedsSplit, Ragged, trimmed
+from aejax.linker.lengths.ragged import RUN_TIME_LENGTH, NeedsSplit, Ragged, trimmed
 from aejax.linker.program.host_node import (
     INNER_OBJECTS,
     UNKNOWN_SHAPES,
@@ -64,6 +66,7 @@ from aejax.linker.program.host_node import (
     runs_on_host,
 )
 from aejax.linker.program.packing import PackedResults, packed, unpacked
+from aejax.linker.program.plan import NOTHING, Found, Plan
 from aejax.linker.program.saved_programs import SavedAs
 from aejax.linker.program.static_inputs import Shortcut, StaticInputProgram
 from aejax.linker.trace.branches import plan_branches
@@ -92,25 +95,38 @@ class Boundary(Protocol):
 
 
 class Ended:
-    """What a program that ran part of a graph returns: where it ended, and the values it computed that are live there.
+    """What a program that ran part of a graph returns: where it ended, the values it computed that are live there,
+    and what its trace found for the plan.
 
     ``at`` is the node the next program starts at (``None``: the program ran
-    all of its steps); ``variables`` name ``values``. ``at`` and
-    ``variables`` are the pytree's static data, fixed when the program is
-    traced: every call of that program ends there.
+    all of its steps); ``variables`` name ``values``; ``found`` is what its
+    trace found (`Found`). ``at``, ``variables`` and ``found`` are the
+    pytree's static data, fixed when the program is traced: every call of
+    that program ends there and hands back what its trace found.
     """
 
-    __slots__ = ("at", "variables", "values")
+    __slots__ = ("at", "variables", "values", "found")
 
-    def __init__(self, at: Apply | None, variables: tuple[Variable, ...], values: tuple[Any, ...]) -> None:
+    def __init__(
+        self, at: Apply | None, variables: tuple[Variable, ...], values: tuple[Any, ...], found: Found = NOTHING
+    ) -> None:
         self.at = at
         self.variables = variables
         self.values = values
+        self.found = found
 
 
 jax.tree_util.register_pytree_node(
-    Ended, lambda e: (e.values, (e.at, e.variables)), lambda static, values: Ended(*static, tuple(values))
+    Ended,
+    lambda e: (e.values, (e.at, e.variables, e.found)),
+    lambda static, values: Ended(static[0], static[1], tuple(values), static[2]),
 )
+
+
+def _leaves_as_is(out: Any) -> bool:
+    """Whether a traced program of the whole graph with result ``out`` returns the graph's outputs in boundary form:
+    it neither ended early nor has outputs of run-time length (those return as `Ended`)."""
+    return type(out) is not Ended
 
 
 @dataclass
@@ -166,7 +182,7 @@ def bucketed(value: Any) -> Ragged:
 
 
 class GraphProgram:
-    """Run a lowered graph with values in their jit-boundary form.
+    """Run a lowered graph with values in their jit-boundary form, from its `Plan`.
 
     ``donated`` are the positions of inputs whose buffers the program may
     reuse (`StaticInputProgram.donated`), when one program computes the
@@ -177,8 +193,9 @@ class GraphProgram:
     lowered for and are traced and run in (JAX's ``jax_enable_x64``): its
     callers run it in that precision (`aejax.linker.call.precision`).
 
-    Safe to call from several threads: what tracing decides (values that
-    enter cut to their length, nodes run on the host) only grows.
+    Safe to call from several threads: a call reads the plan it runs by
+    (``self._plan``, replaced as a whole, never changed), and what a program
+    returns joins the plan under a lock.
     """
 
     def __init__(
@@ -203,22 +220,24 @@ class GraphProgram:
         self._entry_of = dict(zip(self.inputs, entries))
         self._lowering_of = dict(self.steps)
         self._lock = threading.Lock()
-        self._ragged_outputs = False  # set while tracing: some output may be of run-time length
-        self._whole_ended = False  # set while tracing: the whole graph's program ended early for some call
-        self._traced_whole = threading.local()  # whether this thread's last trace of the whole graph ran to its end
-        self._mask_groups = MaskGroups()
         self._cache_size: int | None = None
-        self._exact: frozenset[Variable] = frozenset()
         object_nodes = _object_nodes(self.steps)
-        self._host_reasons: dict[Apply, str | None] = dict.fromkeys(object_nodes)
+        self._plan = Plan.first(object_nodes)
         self._parts = self._parted(object_nodes)
         self._place = {node: (p, at) for p, part in enumerate(self._parts) for node, at in part.position.items()}
-        self._live: dict[Apply | None, list[Variable]] = {}
-        self._segments: dict[Apply | None, Segment] = {}
+        # by first node, and whether the plan runs that node on the host: a plan that moves it there adds one
+        self._segments: dict[tuple[Apply | None, bool], Segment] = {}
         boundary_on_host = any(
             not isinstance(var, Constant) and stays_on_host(var.type) for var in self.inputs + self.outputs
         )
         self._whole = None if object_nodes or boundary_on_host else self._whole_graph()
+        if self._whole is not None:
+            self._segments[None, False] = self._whole
+
+    @property
+    def plan(self) -> Plan:
+        """The plan the next call runs by."""
+        return self._plan
 
     @property
     def cache_size(self) -> int:
@@ -234,14 +253,13 @@ class GraphProgram:
 
     @property
     def segments(self) -> list[Segment]:
-        """The programs made so far, in the order they were first run."""
-        return list(self._segments.values())
+        """The programs of the plan made so far, in the order they were first run."""
+        host = self._plan.host_reasons
+        return [segment for (node, on_host), segment in list(self._segments.items()) if on_host == (node in host)]
 
     def shortcut(self) -> Shortcut | None:
         """The whole graph's program of the last call, if one jit program computes it and its outputs leave as they are."""
-        if self._whole is None or self._ragged_outputs or self._whole_ended:
-            return None
-        return self._whole.program.shortcut
+        return None if self._whole is None else self._whole.program.shortcut
 
     def __call__(self, *args: Any) -> Sequence[Any]:
         """The outputs for ``args``, each in boundary form (a packed output as a numpy view: `aejax.linker.program.packing`).
@@ -264,8 +282,7 @@ class GraphProgram:
             if original is None:
                 raise
             raise original from None
-        results = unpacked(results)
-        return tuple(map(on_host, results)) if self._ragged_outputs else results
+        return unpacked(results)
 
     def _entered(self, args: Sequence[Any]) -> dict[Variable, Any]:
         return {var: self._entry_of[var].enter(arg) for var, arg in zip(self.inputs, args)}
@@ -274,11 +291,15 @@ class GraphProgram:
         return self._parts[0].outside[0] if self._parts else None
 
     def _run_from(self, node: Apply | None, env: dict[Variable, Any]) -> tuple[Any, ...]:
-        """Run the programs from the one that starts at ``node`` on, in order, into ``env``; the outputs, left."""
+        """Run the programs from the one that starts at ``node`` on, in order, into ``env``; the outputs, left.
+
+        Each program runs by the plan as the programs before it left it.
+        """
         stalled = None
         while node is not None:
-            segment = self._segment_at(node)
-            values = [self._entering(var, lookup(env, var)) for var in segment.inputs]
+            plan = self._plan
+            segment = self._segment_at(node, plan)
+            values = [_entering(var, lookup(env, var), plan.exact) for var in segment.inputs]
             if isinstance(segment.program, HostNode):
                 outputs = segment.program.outputs
                 env.update(zip(outputs, segment.program(*[on_host(value) for value in values])))
@@ -293,17 +314,11 @@ class GraphProgram:
         return tuple(exit.leave(on_host(lookup(env, var))) for exit, var in zip(self.output_cells, self.outputs))
 
     def _take(self, env: dict[Variable, Any], ended: Ended) -> None:
-        """Put the values a program returned in ``env``."""
+        """Put the values a program returned in ``env``, and what its trace found in the plan."""
         env.update(zip(ended.variables, ended.values))
-
-    def _entering(self, var: Variable, value: Any) -> Any:
-        """``value`` as it enters a program: one of run-time length bucketed, or cut if it enters exact.
-
-        Decided where it enters, not where it was made: a program traced meanwhile may have made it exact.
-        """
-        if not isinstance(value, RUN_TIME_LENGTH):
-            return value
-        return on_host(value) if var in self._exact else bucketed(value)
+        if not self._plan.holds(ended.found):
+            with self._lock:
+                self._plan = self._plan.joined(ended.found)
 
     def _parted(self, object_nodes: frozenset[Apply]) -> list[Part]:
         """The steps in parts: runs of steps between nodes of Python objects, and each such node alone."""
@@ -342,32 +357,30 @@ class GraphProgram:
         The bounds of a `ValuesWithin` value count too: a Scan over it reads
         them where it runs (`aejax.linker.lengths.bounds`).
         """
-        live = self._live.get(node)
-        if live is None:
-            remaining = self._remaining(node)
-            made = {out for n in remaining for out in n.outputs}
-            needed = _unique([var for n in remaining for var in n.inputs] + self.outputs)
-            live = [var for var in needed if var not in made and not isinstance(var, Constant)]
-            live = self._live[node] = _unique(live + _with_bounds(live))
-        return live
+        remaining = self._remaining(node)
+        made = {out for n in remaining for out in n.outputs}
+        needed = _unique([var for n in remaining for var in n.inputs] + self.outputs)
+        live = [var for var in needed if var not in made and not isinstance(var, Constant)]
+        return _unique(live + _with_bounds(live))
 
-    def _segment_at(self, node: Apply) -> Segment:
-        segment = self._segments.get(node)
+    def _segment_at(self, node: Apply, plan: Plan) -> Segment:
+        key = (node, node in plan.host_reasons)
+        segment = self._segments.get(key)
         if segment is None:
             with self._lock:
-                segment = self._segments.get(node)
+                segment = self._segments.get(key)
                 if segment is None:
-                    segment = self._segments[node] = self._new_segment(node)
+                    segment = self._segments[key] = self._new_segment(node, plan)
         return segment
 
-    def _new_segment(self, node: Apply) -> Segment:
+    def _new_segment(self, node: Apply, plan: Plan) -> Segment:
         """The program that starts at ``node``: the node on the host, or its part's steps from it on, jitted."""
         part, position = self._place[node]
-        if self._parts[part].host or node in self._host_reasons:
+        if self._parts[part].host or node in plan.host_reasons:
             inputs = _unique(var for var in node.inputs if not isinstance(var, Constant))
             after = self._next(node)
             outputs = [var for var in node.outputs if var in set(self.live_at(after))]
-            program = HostNode(node, inputs, outputs, self._host_reasons.get(node))
+            program = HostNode(node, inputs, outputs, plan.host_reasons.get(node))
         else:
             steps = [step for step in self._parts[part].steps if self._place[step[0]][1] >= position]
             after = self._parts[part + 1].outside[0] if part + 1 < len(self._parts) else None
@@ -384,21 +397,22 @@ class GraphProgram:
         """The traced function of the program that runs ``steps`` from ``start`` until they end, or it must end."""
         made = {out for node, _ in steps for out in node.outputs}
         lowered = LoweredGraph(inputs, [var for var in self.live_at(after) if var in made], steps)
-        groups = self._mask_groups
 
         def segment_fn(*values: Any) -> Ended:
-            entered = groups.entered(inputs, values)
+            plan = self._plan
+            entered = plan.groups.entered(inputs, values)
             at, why, env = lowered.run_until(*entered)
             if at is not None:
-                return self._ending(at, why, start, env, inputs, entered)
+                return self._ending(plan, at, why, start, env, inputs, entered)
             results = tuple(env[var] for var in lowered.outputs)
-            groups.record(inputs, entered, lowered.outputs, results)
-            return Ended(None, tuple(lowered.outputs), results)
+            groups = plan.groups.found(inputs, entered, lowered.outputs, results)
+            return Ended(None, tuple(lowered.outputs), results, Found(groups=groups))
 
         return segment_fn
 
     def _ending(
         self,
+        plan: Plan,
         at: Apply,
         why: Exception,
         start: Apply | None,
@@ -406,62 +420,57 @@ class GraphProgram:
         inputs: list[Variable],
         entered: Sequence[Any],
     ) -> Ended:
-        """What a program that starts at ``start`` returns when its trace failed at ``at``: the values live where it ends."""
-        at = self._end(at, why, start)
+        """What a program that starts at ``start`` returns when its trace by ``plan`` failed at ``at``: the values
+        live where it ends, and what the trace found."""
+        at, found = self._end(plan, at, why, start)
         given = set(inputs)
         live = [var for var in self.live_at(at) if var in env and var not in given]
         results = tuple(env[var] for var in live)
-        self._mask_groups.record(inputs, entered, live, results)
-        return Ended(at, tuple(live), results)
+        return Ended(at, tuple(live), results, replace(found, groups=plan.groups.found(inputs, entered, live, results)))
 
     def _whole_graph(self) -> Segment:
-        """The program of the whole graph, taking and returning every value in boundary form (unless it ends early)."""
+        """The program of the whole graph, taking and returning every value in boundary form, unless it ends early
+        or an output is of run-time length: then it returns an `Ended`, and the runner goes on (or cuts them)."""
         inner = LoweredGraph(self.inputs, self.outputs, self.steps)
         entries, exits = self.input_cells, self.output_cells
 
-        def boundary_fn(*values: Any) -> tuple[Any, ...] | PackedResults | Ended:
+        def boundary_fn(*values: Any) -> PackedResults | tuple[Any, ...] | Ended:
+            plan = self._plan
             entered = [e.enter(v) for e, v in zip(entries, values)]
             at, why, env = inner.run_until(*entered)
-            self._traced_whole.ran = at is None
             if at is not None:
-                self._whole_ended = True
-                return self._ending(at, why, None, env, self.inputs, entered)
+                return self._ending(plan, at, why, None, env, self.inputs, entered)
             results = tuple(lookup(env, var) for var in self.outputs)
-            ragged = [isinstance(r, RUN_TIME_LENGTH) for r in results]
-            if any(ragged):
-                self._ragged_outputs = True
-            left = tuple(r if run_time else x.leave(r) for x, r, run_time in zip(exits, results, ragged))
-            return packed(left, [x.crosses_as_array and not run_time for x, run_time in zip(exits, ragged)])
+            if any(isinstance(r, RUN_TIME_LENGTH) for r in results):
+                return Ended(None, tuple(self.outputs), results)  # cut to their lengths on the host, then leave
+            return packed(tuple(x.leave(r) for x, r in zip(exits, results)), [x.crosses_as_array for x in exits])
 
-        saved_as = None if self.saved is None else self.saved._replace(storable=lambda: not self._ragged_outputs)
-        program = StaticInputProgram(self.inputs, boundary_fn, self.donated, saved_as, self._ran_whole)
-        self._segments[None] = segment = Segment(self.inputs, program, None)
-        return segment
-
-    def _ran_whole(self) -> bool:
-        """Whether this thread's last trace of the whole graph's program ran to the graph's end."""
-        return getattr(self._traced_whole, "ran", True)
+        program = StaticInputProgram(self.inputs, boundary_fn, self.donated, self.saved, _leaves_as_is)
+        return Segment(self.inputs, program, None)
 
     def _takes_masked(self, node: Apply) -> bool:
         """Whether ``node``'s lowering takes a bucketed value of run-time length (a `Masked` one) as it is."""
         fn = self._lowering_of[node]
         return run_time_lengths_taken(fn.lowering() if isinstance(fn, DeferredLowering) else fn).masked
 
-    def _end(self, node: Apply, why: Exception, start: Apply | None) -> Apply | None:
-        """Where a program that starts at ``start`` ends, its trace having failed at ``node`` with ``why``.
+    def _end(self, plan: Plan, node: Apply, why: Exception, start: Apply | None) -> tuple[Apply | None, Found]:
+        """Where a program that starts at ``start`` ends, its trace by ``plan`` having failed at ``node`` with ``why``,
+        and what the trace found.
 
-        Decided while it is traced; programs traced for other static values or
-        shapes may fail there too, and the first decides. Raises ``why`` if no
-        later program, nor the host, can go on.
+        Programs traced for other static values or shapes may fail there too;
+        the first found that joins the plan decides. Raises ``why`` if no later
+        program, nor the host, can go on.
         """
-        with self._lock:
-            if isinstance(why, NeedsSplit):
-                return self._after_run_time_length(node, why.node, start)
-            self._host_or_own_program(node, why, start)
-            return node
+        if isinstance(why, NeedsSplit):
+            return self._after_run_time_length(plan, node, why.node, start)
+        reason = self._host_reason(plan, node, why, start)
+        return node, NOTHING if reason is None else Found(host=(node, reason))
 
-    def _after_run_time_length(self, node: Apply, source: Apply, start: Apply | None) -> Apply | None:
-        """Where a program ends whose ``node`` cannot take the value of run-time length that ``source`` made.
+    def _after_run_time_length(
+        self, plan: Plan, node: Apply, source: Apply, start: Apply | None
+    ) -> tuple[Apply | None, Found]:
+        """Where a program ends whose ``node`` cannot take the value of run-time length that ``source`` made, and
+        the values that enter cut to their length from then on.
 
         Right after ``source`` if the program made it: the next program takes
         the value bucketed, and its nodes compute what depends on it anew, or
@@ -470,44 +479,50 @@ class GraphProgram:
         instead: the program ends where it started, to be traced again for
         that. Raises if the value entered cut already.
         """
-        group = self._mask_groups.grouped_with(source.outputs)
+        group = plan.groups.grouped_with(source.outputs)
         made_here = start is None or self._place[source] >= self._place[start]
         takes_it = bool(set(node.inputs) & group) and not self._takes_masked(node)
         if made_here and self._runs_outside_branches(source):
-            if takes_it:
-                self._exact |= group
-            return self._next(source)
-        if not made_here and group <= self._exact:
+            return self._next(source), Found(exact=group) if takes_it else NOTHING
+        if not made_here and group <= plan.exact:
             raise LoweringError(
                 f"node {node} cannot take the value of run-time length that node {source} makes, even cut to its "
                 "length; compute what depends on it with another mode, or report the graph",
                 node=node,
             )
-        self._exact |= group
-        return node if made_here else start
+        return node if made_here else start, Found(exact=group)
 
     def _runs_outside_branches(self, node: Apply) -> bool:
         part, position = self._place[node]
         return self._parts[part].outside[position] is node
 
-    def _host_or_own_program(self, node: Apply, why: Exception, start: Apply | None) -> None:
-        """Run ``node`` on the host where that helps it (when it must, or a program of its own did not), else
-        let a program of its own start at it, where what it needs is input (static there, or of a length known
-        there); raise ``why`` if neither can help."""
+    def _host_reason(self, plan: Plan, node: Apply, why: Exception, start: Apply | None) -> str | None:
+        """Why ``node`` runs on the host from now on, where that helps it (when it must, or a program of its own did
+        not); ``None`` where a program of its own is to start at it (what it needs is input there: static, or of a
+        length known there), or ``plan`` runs it on the host already; raise ``why`` if neither can help."""
         if isinstance(why, UnknownShapesError):
             reason = UNKNOWN_SHAPES
         elif isinstance(why, HostObjectError):
             reason = INNER_OBJECTS
         elif node is not start:
-            return
+            return None
         else:
             reason = VALUE_SHAPES
-        if node in self._host_reasons:
-            return  # decided by the trace of another program
+        if node in plan.host_reasons:
+            return None  # decided by the trace of another program
         if not runs_on_host(node) or isinstance(node.op, IfElse):
             raise why
-        self._host_reasons[node] = reason
-        self._segments.pop(node, None)  # a program that starts at it ends there at once: the host runs it
+        return reason
+
+
+def _entering(var: Variable, value: Any, exact: frozenset[Variable]) -> Any:
+    """``value`` as it enters a program: one of run-time length bucketed, or cut if it enters ``exact``.
+
+    Decided where it enters, not where it was made: a program traced meanwhile may have made it exact.
+    """
+    if not isinstance(value, RUN_TIME_LENGTH):
+        return value
+    return on_host(value) if var in exact else bucketed(value)
 
 
 def _part(steps: list[Step], outputs: list[Variable], host: bool) -> Part:
@@ -551,53 +566,6 @@ def _object_nodes(steps: Sequence[Step]) -> frozenset[Apply]:
             raise host_object_error(node, kept[0], problem)
         found.append(node)
     return frozenset(found)
-
-
-class MaskGroups:
-    """Which values of run-time length that cross between programs were selected by one mask.
-
-    The values one node makes share a mask, as do values that a program
-    returns holding one traced mask (a selection and an elementwise function
-    of it). Each such group enters the next program with one mask, built
-    from the length of its first value, so row-by-row nodes may combine its
-    values. Groups are learnt while a program is traced, before the programs
-    after it are; two values are only grouped when they always hold the same
-    rows, so a group stays right for every later plan.
-    """
-
-    def __init__(self) -> None:
-        self._group_of: dict[Variable, Hashable] = {}
-
-    def _group(self, var: Variable) -> Hashable:
-        return self._group_of.get(var, var.owner)
-
-    def entered(self, inputs: Sequence[Variable], values: Sequence[Any]) -> list[Any]:
-        """``values`` with each bucketed `Ragged` value as a `Masked` one (inside jit), one mask per group."""
-        masks: dict[tuple[Hashable, int], Any] = {}
-        entered = []
-        for var, value in zip(inputs, values):
-            if isinstance(value, Ragged):
-                rows = value.buffer.shape[0]
-                key = (self._group(var), rows)
-                if key not in masks:
-                    masks[key] = jnp.arange(rows) < value.length
-                value = Masked(value.buffer, masks[key])
-            entered.append(value)
-        return entered
-
-    def grouped_with(self, variables: Sequence[Variable]) -> frozenset[Variable]:
-        """``variables`` and the values grouped with any of them: they enter cut to their length together."""
-        groups = {self._group(var) for var in variables}
-        return frozenset(variables) | {var for var, group in list(self._group_of.items()) if group in groups}
-
-    def record(
-        self, inputs: Sequence[Variable], entered: Sequence[Any], outputs: Sequence[Variable], results: Sequence[Any]
-    ) -> None:
-        """Group the `Masked` ``results`` by their traced masks, joining the groups of ``inputs`` that hold them."""
-        group_of_mask = {id(v.mask): self._group(var) for var, v in zip(inputs, entered) if isinstance(v, Masked)}
-        for var, result in zip(outputs, results):
-            if isinstance(result, Masked):
-                self._group_of[var] = group_of_mask.setdefault(id(result.mask), var.owner)
 
 
 def _unique(values: Any) -> list[Any]:

@@ -105,22 +105,32 @@ def _first_call(program: Callable[..., Any], args: Sequence[Any]) -> Any:
         return program(*args)
 
 
+class TracedProgram(NamedTuple):
+    """A program jitted and traced: what its trace found, the arguments it donates, and whether it completes."""
+
+    jitted: Callable[..., Any]
+    trace: ProgramTrace
+    donated: tuple[int, ...]
+    completes: bool
+
+
 def _traced(
-    coded: Callable[..., Any], args: Sequence[Any], donated: tuple[int, ...], completes: Callable[[], bool]
-) -> tuple[Callable[..., Any], ProgramTrace, tuple[int, ...]]:
-    """``coded`` jitted and traced on ``args`` (its first call compiles it), what the trace found, and the
-    arguments it donates: none once it met a check or staged a callback (a failure after it started would lose
-    them), nor when it does not compute the whole graph (``completes()`` after the trace: programs after it may
-    need them).
+    coded: Callable[..., Any], args: Sequence[Any], donated: tuple[int, ...], completes: Callable[[Any], bool]
+) -> TracedProgram:
+    """``coded`` jitted and traced on ``args`` (its first call compiles it), what the trace found, the arguments
+    it donates and whether it computes all it computes (``completes`` of the result it traced to): it donates none
+    once it met a check or staged a callback (a failure after it started would lose them), nor when it does not
+    complete (programs after it may need them).
 
     The program given no buffers computes the trace already made: nothing is traced twice.
     """
     jitted = jax.jit(coded, donate_argnums=donated)
     with recording_program() as trace:
         traced = jitted.trace(*args)
-    if donated and (trace.callbacks or trace.checked or not completes()):
-        return jax.jit(replaying(traced.jaxpr, traced.out_info)), trace, ()
-    return jitted, trace, donated
+    complete = completes(traced.out_info[0] if trace.checked else traced.out_info)  # a checked one adds its code
+    if donated and (trace.callbacks or trace.checked or not complete):
+        return TracedProgram(jax.jit(replaying(traced.jaxpr, traced.out_info)), trace, (), complete)
+    return TracedProgram(jitted, trace, donated, complete)
 
 
 def _reading(traced_fn: Callable[..., Any], values: CallValues) -> Callable[..., Any]:
@@ -166,11 +176,13 @@ class Shortcut(NamedTuple):
 
 
 class NewProgram(NamedTuple):
-    """A program made for a call: when its making started, and its store entry if its first call is to be saved."""
+    """A program made for a call: when its making started, its store entry if its first call is to be saved, and
+    whether it computes all its function computes (`StaticInputProgram.completes`)."""
 
     program: Callable[..., Any]
     started: float
     entry: str | None
+    completes: bool
 
 
 class StaticInputProgram:
@@ -193,18 +205,19 @@ class StaticInputProgram:
     checked
         Whether a program it keeps met a run-time check while tracing (see `aejax.linker.checks`).
     completes
-        Whether the function it traced last (in this thread) computed all it
-        computes: a graph's program may end early (`aejax.linker.program.segments`),
-        and one that did neither reuses donated buffers nor is saved.
+        Whether a program computed all its function computes, from the result
+        its trace returned (`jax.stages.Traced.out_info`): a graph's program
+        may end early (`aejax.linker.program.segments`), and one that did
+        neither reuses donated buffers, nor is saved, nor becomes the shortcut.
     donated
         Positions of the inputs whose buffers a program may reuse for its
         outputs (``donate_argnums``): the old values of updated resident
         shared variables. Not in a program with a check or a callback (each
         program is traced once, then compiled with or without donations).
     shortcut
-        The program of the last call that ran, while no input is static
-        (`Shortcut`); ``None`` before the first call and after a trace finds
-        another static input.
+        The program of the last call that ran and completes, while no input is
+        static (`Shortcut`); ``None`` before the first call and after a trace
+        finds another static input.
     """
 
     cache_size = 32
@@ -215,7 +228,7 @@ class StaticInputProgram:
         traced_fn: Callable[..., tuple[Any, ...]],
         donated: frozenset[int] = frozenset(),
         saved_as: SavedAs | None = None,
-        completes: Callable[[], bool] = lambda: True,
+        completes: Callable[[Any], bool] = lambda out: True,
     ) -> None:
         self.inputs = list(inputs)
         self.completes = completes
@@ -265,7 +278,7 @@ class StaticInputProgram:
             key, new = self._new_program(discovered, key, args, entry)
             program = self._kept(key, new.program)
             outputs = self._first_run(key, program, args, new)
-        if not self.static_positions:
+        if new.completes and not self.static_positions:
             self.shortcut = Shortcut(key, program)  # only once it ran: then it is traced
         return outputs
 
@@ -305,18 +318,20 @@ class StaticInputProgram:
         if loaded is not None:
             values.limit = self._static_inputs(discovered)
             self._announce_new_values(discovered.static_positions, key)
-            return key, NewProgram(loaded, started, None)
-        jitted, trace, donated = _traced(coded, args, donated, self.completes)
+            return key, NewProgram(loaded, started, None, True)  # only programs that complete are saved
+        jitted, trace, donated, complete = _traced(coded, args, donated, self.completes)
         found = self._found_static(discovered, values)
         values.limit = self._static_inputs(found)
         if found is not discovered:
             key = self._key(found, args)
         self._announce_new_values(found.static_positions, key)
-        if store is None or trace.callbacks or not (self.saved_as.storable() and self.completes()):
-            return key, NewProgram(_checked(jitted, trace, table), started, None)
+        if store is None or trace.callbacks or not complete:
+            return key, NewProgram(_checked(jitted, trace, table), started, None, complete)
         if found is not discovered:  # the key holds the static values tracing found
             entry = store.entry(found, key, args)
-        return key, NewProgram(_checked(store.exporting(entry, jitted, donated), trace, table), started, entry)
+        return key, NewProgram(
+            _checked(store.exporting(entry, jitted, donated, args), trace, table), started, entry, True
+        )
 
     def _static_inputs(self, discovered: Discovered) -> frozenset[Variable]:
         return frozenset(self.inputs[i] for i in discovered.static_positions)

@@ -208,7 +208,8 @@ def test_a_loaded_export_exports_anew_for_arguments_it_does_not_fit():
     loaded = jax.export.export(jax.jit(total))(jax.ShapeDtypeStruct((3,), np.float32))
     program = ExportingProgram(jax.jit(total), (), loaded)
     assert float(program.jitted(np.ones(3, np.float32))) == 6.0 and program.exported is loaded
-    assert float(program.jitted(np.ones(4, np.float32))) == 8.0 and program.exported.in_avals[0].shape == (4,)
+    assert float(program.jitted(np.ones(4, np.float32))) == 8.0
+    assert program.exported is loaded  # the export for 4 rows serves that trace only: nothing is written while tracing
 
 
 def _graph(constant=2.0, dtype="float64", length=None):
