@@ -103,6 +103,7 @@ from aejax.linker.scan.progress import Progress
 from aejax.linker.scan.row_bounds import bounds_request
 from aejax.linker.trace.loop_bodies import tracing_loop_body
 from aejax.linker.trace.lowering import LoweredGraph
+from aejax.linker.trace.outcome import Outputs, attempt, outputs_of
 from aejax.linker.trace.replay import traced_once
 
 
@@ -251,18 +252,28 @@ class LoweredScan:
         self.mintaps = self.layout.mit_mot_mintaps()
 
     def __call__(self, *outer: Any) -> Any:
-        try:
-            results = self.outputs(*outer)
-        except (LoweringError, NeedsSplit) as error:
-            if not self.step_decides_shape(error):
-                raise
-            request = None if isinstance(error, NeedsSplit) else bounds_request(self.node, self.sequence_inputs, error)
-            if request is not None:
-                raise request from error
-            if any(isinstance(v, RUN_TIME_LENGTH) for v in outer):
-                raise
-            results = self.on_host(outer)
+        outcome = attempt(self.node, lambda: self.outputs(*outer), lambda error: error)
+        results = (
+            list(outputs_of(outcome)) if isinstance(outcome, Outputs) else self.when_step_fails(outer, outcome.error)
+        )
         return results if len(results) > 1 else results[0]
+
+    def when_step_fails(self, outer: Sequence[Any], error: Exception) -> list[Any]:
+        """The outputs when tracing the loop failed with ``error``: computed on the host, or ``error`` raised.
+
+        Only a step whose shapes vary from step to step (`step_decides_shape`)
+        runs on the host, and only when no bounds of its sequences' values
+        could make it traceable (`bounds_request`, raised instead) and no input
+        has a run-time length (which a host callback cannot take).
+        """
+        if not self.step_decides_shape(error):
+            raise error
+        request = None if isinstance(error, NeedsSplit) else bounds_request(self.node, self.sequence_inputs, error)
+        if request is not None:
+            raise request from error
+        if any(isinstance(v, RUN_TIME_LENGTH) for v in outer):
+            raise error
+        return self.on_host(outer)
 
     @property
     def sequence_inputs(self) -> list[Variable]:
@@ -277,7 +288,7 @@ class LoweredScan:
         """
         return [value_interval(seq) for seq in self.node.inputs[1 : 1 + self.layout.n_seqs]]
 
-    def step_decides_shape(self, error: LoweringError | NeedsSplit) -> bool:
+    def step_decides_shape(self, error: Exception) -> bool:
         """Whether ``error`` is a shape inside the step that depends on the step's own values.
 
         Such a shape (``arange(y_t)`` for a sequence value ``y_t``) differs from
@@ -288,7 +299,9 @@ class LoweredScan:
         """
         if isinstance(error, NeedsSplit):
             return True
-        if not error.needs_static or error.node is None or error.node is self.node:
+        if not isinstance(error, LoweringError) or not error.needs_static:
+            return False
+        if error.node is None or error.node is self.node:
             return False
         per_step = set(self.inner.inputs[: len(self.inner.inputs) - self.layout.n_non_seqs])
         return bool(per_step & set(ancestors(error.node.inputs)))
