@@ -4,19 +4,25 @@ JAX cannot raise from inside a jit program. A check whose condition depends
 on traced values (`CheckAndRaise`, e.g. aeppl's parameter checks) is turned
 into a *failure code* instead: ``-1`` while every check holds, else the
 number of the first check that failed in the program's own `CheckTable`,
-which maps numbers back to the exception class and message. `require` folds each check into the code of
-the function being traced; a loop carries its body's code and hands it out
-when it ends (`with_failure_code`, `report_inner`), so one ``int32`` leaves the
-program beside the outputs.
+which maps numbers back to the exception class and message.
+
+Codes travel as values. `require` folds its check into the code of the
+innermost scope (`code_of`): the trace context's ``code``, an immutable value
+the scope replaces, never a cell written in place. Lowering a node is one
+such scope (`aejax.linker.trace.outcome.attempt`), whose code is part of the
+node's `Outputs`; the lowering loop folds its nodes' codes in order, and the
+program's code is that fold, so one ``int32`` leaves the program beside the
+outputs. A function that a JAX primitive traces (a loop's step, a branch)
+returns its code with its result; the lowering that traced it folds what the
+primitive returns (`InnerCodes`) only if the function met a check.
 What a check does where it is met (fold into the code, warn, or nothing
-while only shapes are wanted), the table it is numbered in, the code so far
-and the count of checks met are fields of the trace context
-(`aejax.linker.trace_context`).
+while only shapes are wanted) and the table it is numbered in are fields of
+the trace context too (`aejax.linker.trace_context`).
 
 A program is traced once, as `coded_program` makes it: it returns its
-outputs alone when tracing met no check, else its outputs and its code, and
-`recording_program` tells the caller which, and whether it staged a
-callback. A program with checks runs as a `CheckedProgram`, which raises the
+outputs alone when tracing met no check, else `Coded` outputs and code, and
+`ProgramTrace.of` its trace tells the caller which, and whether it stages a
+host callback. A program with checks runs as a `CheckedProgram`, which raises the
 failed check's exception on the host, before any output is stored, so a
 failing call updates no shared variable; programs without checks pay nothing.
 
@@ -28,18 +34,20 @@ donations (`aejax.linker.program.static_inputs`).
 
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
+import jax.export
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.core import ClosedJaxpr, Jaxpr
 
-from aejax.linker.trace_context import CHECKED, SHAPES_ONLY, WARN, current, entered
+from aejax.linker.trace_context import CHECKED, SHAPES_ONLY, WARN, current, entered, folding
 
 PASSED = -1
 """The failure code of a run in which every check held."""
@@ -91,9 +99,7 @@ def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
         )
         return
     number = context.table.number(exc_type, message)
-    if context.met is not None:
-        context.met[0] += 1
-    report(jnp.where(jnp.all(condition), PASSED, number).astype("int32"))
+    fold(jnp.where(jnp.all(condition), PASSED, number).astype("int32"))
 
 
 def checking() -> bool:
@@ -101,56 +107,78 @@ def checking() -> bool:
     return current().checks == CHECKED
 
 
-def checks_met() -> int:
-    """How many checks the program being traced has met so far (for `report_inner`)."""
-    met = current().met
-    return 0 if met is None else met[0]
-
-
 def _first_failure(earlier: Any, later: Any) -> Any:
-    return later if earlier is None else jnp.where(earlier == PASSED, later, earlier)
+    if earlier is None:
+        return later
+    return earlier if later is None else jnp.where(earlier == PASSED, later, earlier)
 
 
-def report(code: Any) -> None:
-    """Fold the failure code ``code`` (of a check or a loop) into the code of the function being traced."""
-    codes = current().codes
-    codes[0] = _first_failure(codes[0], code)
+def fold(code: Any) -> None:
+    """Fold the failure code ``code`` (of a check, a loop, a node; ``None``: none) into the scope's (`code_of`)."""
+    if code is not None:
+        folding(_first_failure(current().code, code))
 
 
-def loop_failure_start() -> Any:
-    """A loop's failure code before its first step: `PASSED` inside a program, else ``None`` (none carried)."""
-    return jnp.asarray(PASSED, "int32") if checking() else None
+def first_failure(codes: Iterable[Any]) -> Any:
+    """The failure code of ``codes`` in order (each ``None`` if it met no check): the first that failed."""
+    return functools.reduce(_first_failure, codes, None)
 
 
-def loop_step(failed: Any, step: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
-    """``step(*args)`` traced as a loop body, and the loop's failure code after it (``None`` stays ``None``)."""
-    if failed is None:
-        return step(*args), None
-    result, code = with_failure_code(step, *args)
-    return result, _first_failure(failed, code)
-
-
-def report_inner(code: Any, since: int) -> None:
-    """Hand the failure code of an inner function (a finished loop, a branch) to the function around it.
-
-    Only if a check was met while it was traced (`checks_met` is past
-    ``since``, its count before): else the code is `PASSED` whatever the
-    values, and reporting it would make the program a checked one for nothing.
-    """
-    if code is not None and checks_met() > since:
-        report(code)
-
-
-def _code_of(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
-    """``fn(*args)`` and the failure code of the checks met while tracing it, ``None`` if none was."""
-    with entered(codes=[None]) as context:
-        return fn(*args), context.codes[0]
+def code_of(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
+    """``fn(*args)`` and the failure code of the checks met while tracing it, ``None`` if none was: a scope."""
+    with entered(code=None):
+        return fn(*args), current().code
 
 
 def with_failure_code(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
     """``fn(*args)`` and the failure code of the checks met while tracing it (`PASSED` if none)."""
-    result, code = _code_of(fn, *args)
-    return result, jnp.asarray(PASSED, "int32") if code is None else code
+    result, code = code_of(fn, *args)
+    return result, passed_if_none(code)
+
+
+def passed_if_none(code: Any) -> Any:
+    """``code``, or `PASSED` as an ``int32`` if it is ``None`` (no check met)."""
+    return jnp.asarray(PASSED, "int32") if code is None else code
+
+
+class InnerCodes:
+    """The failure codes of functions a JAX primitive traces inside one lowering (a loop's step, a platform's branch).
+
+    The primitive fixes what they return before it traces them, so each
+    returns a code (`PASSED` if it met no check); whether one met a check is
+    known from its own code being ``None`` while traced, and only then is
+    the code the primitive returns folded into the lowering's (`fold`). One
+    object a lowering, made and read there.
+    """
+
+    def __init__(self) -> None:
+        self.met = False
+
+    def start(self) -> Any:
+        """A loop's failure code before its first step: `PASSED` inside a program, else ``None`` (none carried)."""
+        return jnp.asarray(PASSED, "int32") if checking() else None
+
+    def step(self, failed: Any, step: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
+        """``step(*args)`` traced as a loop body, and the loop's failure code after it (``None`` stays ``None``)."""
+        if failed is None:
+            return step(*args), None
+        result, code = self.coded(step)(*args)
+        return result, _first_failure(failed, code)
+
+    def coded(self, fn: Callable[..., Any]) -> Callable[..., tuple[Any, Any]]:
+        """``fn`` returning its result and its failure code (`PASSED` if it met no check)."""
+
+        def with_code(*args: Any) -> tuple[Any, Any]:
+            result, code = code_of(fn, *args)
+            self.met = self.met or code is not None
+            return result, passed_if_none(code)
+
+        return with_code
+
+    def fold(self, code: Any) -> None:
+        """Fold ``code``, what the primitive returned, into the lowering's if a function it traced met a check."""
+        if self.met:
+            fold(code)
 
 
 def shapes_only(fn: Callable[..., Any], *args: Any) -> Any:
@@ -159,48 +187,73 @@ def shapes_only(fn: Callable[..., Any], *args: Any) -> Any:
         return jax.eval_shape(fn, *args)
 
 
-@dataclass
-class ProgramTrace:
-    """What tracing a program (`coded_program`) found: whether it met a check, whether it staged a callback."""
+class Coded(NamedTuple):
+    """What a program that met a check returns: its outputs and its failure code."""
 
-    checked: bool = False
-    callbacks: bool = False
+    outputs: Any
+    code: Any
+
+
+jax.export.register_namedtuple_serialization(Coded, serialized_name="aejax.linker.checks.Coded")
+
+
+@dataclass(frozen=True)
+class ProgramTrace:
+    """What tracing a program (`coded_program`) found: whether it met a check, whether it stages a host callback.
+
+    A program given donated buffers that calls the host, where an exception
+    may fail it after it started, would have lost them by then: its caller
+    compiles it without donations.
+    """
+
+    checked: bool
+    callbacks: bool
+
+    @classmethod
+    def of(cls, traced: Any) -> ProgramTrace:
+        """What the program ``traced`` (a ``jax.stages.Traced`` of a `coded_program`) holds."""
+        return cls(isinstance(traced.out_info, Coded), _stages_callback(traced.jaxpr.jaxpr))
+
+
+CALLBACKS = frozenset({"pure_callback"})
+"""The primitives by which a program calls the host where an exception may fail it (`aejax.linker.dispatch.callback`).
+
+A progress bar's ``debug_callback`` (`aejax.linker.scan.progress`) raises nothing, so it is not one.
+"""
+
+
+def _stages_callback(jaxpr: Any) -> bool:
+    """Whether ``jaxpr`` (a ``Jaxpr``) or one nested in it calls the host."""
+    return any(
+        eqn.primitive.name in CALLBACKS or any(_stages_callback(inner) for inner in _inner_jaxprs(eqn.params.values()))
+        for eqn in jaxpr.eqns
+    )
+
+
+def _inner_jaxprs(params: Iterable[Any]) -> Iterator[Any]:
+    """The jaxprs among an equation's ``params`` (a sequence of them, such as a cond's branches, included)."""
+    for param in params:
+        if isinstance(param, (tuple, list)):
+            yield from _inner_jaxprs(param)
+        elif isinstance(param, Jaxpr):
+            yield param
+        elif isinstance(param, ClosedJaxpr):
+            yield param.jaxpr
 
 
 def coded_program(traced_fn: Callable[..., Any], table: CheckTable) -> Callable[..., Any]:
     """``traced_fn`` traced as a program: its checks fold into a failure code, returned beside its result if any was met.
 
     The function returns ``traced_fn``'s result alone when tracing met no
-    check, else ``(result, code)``; `recording_program` says which. Codes
-    number the checks in ``table``, the program's.
+    check, else ``Coded(result, code)``; `ProgramTrace.of` its trace says
+    which. Codes number the checks in ``table``, the program's.
     """
 
     def coded(*args: Any) -> Any:
         result, code = _program_code(traced_fn, args, table)
-        trace = current().program
-        if trace is not None:
-            trace.checked = code is not None
-        return result if code is None else (result, code)
+        return result if code is None else Coded(result, code)
 
     return coded
-
-
-def callback_staged() -> None:
-    """Say that the program being traced calls the host, where an exception may fail it after it started.
-
-    A program given donated buffers would have lost them by then: its caller
-    compiles it without donations (`recording_program`).
-    """
-    trace = current().program
-    if trace is not None:
-        trace.callbacks = True
-
-
-@contextmanager
-def recording_program() -> Iterator[ProgramTrace]:
-    """What tracing a program (`coded_program`) in the block finds: a `ProgramTrace`."""
-    with entered(program=ProgramTrace()) as context:
-        yield context.program
 
 
 def with_checks(traced_fn: Callable[..., Any], table: CheckTable) -> Callable[..., tuple[Any, Any]]:
@@ -213,15 +266,15 @@ def with_checks(traced_fn: Callable[..., Any], table: CheckTable) -> Callable[..
 
     def with_code(*args: Any) -> tuple[Any, Any]:
         result, code = _program_code(traced_fn, args, table)
-        return result, jnp.asarray(PASSED, "int32") if code is None else code
+        return result, passed_if_none(code)
 
     return with_code
 
 
 def _program_code(traced_fn: Callable[..., Any], args: tuple[Any, ...], table: CheckTable) -> tuple[Any, Any]:
     """``traced_fn(*args)`` traced as a program, and the failure code of its checks in ``table`` (``None`` if it met none)."""
-    with entered(checks=CHECKED, met=[0], table=table):
-        return _code_of(traced_fn, *args)
+    with entered(checks=CHECKED, table=table):
+        return code_of(traced_fn, *args)
 
 
 class CheckedProgram:

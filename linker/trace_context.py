@@ -4,9 +4,12 @@ What a lowering may ask of the trace it runs in lives in one `TraceContext`:
 the values of the call the program is traced for (which nodes read where they
 need an input concrete), the graph's values computed so far and the intervals
 that traced values lie within (for bounds), whether the program can make
-inputs static, how many loop bodies deep the code is, and how the checks met
-fold into a failure code. A block changes it with `entered`: the block runs in
-a copy with some fields replaced, and the context before it is back after it.
+inputs static, how many loop bodies deep the code is, what a check met does
+and the failure code of the checks met so far in the innermost scope that
+folds one. A block changes it with `entered`: the block runs in a copy with
+some fields replaced, and the context before it is back after it; `folding`
+replaces the code of the innermost block that opened a scope for one. No field holds a mutable
+object: what tracing finds leaves it as a value.
 
 The context is a `ContextVar`'s value, so each thread traces in its own:
 compiled functions are called, and traced, from several threads at once.
@@ -43,14 +46,10 @@ class TraceContext:
     """How many loop bodies deep the code being traced is (`aejax.linker.trace.loop_bodies`)."""
     checks: str = WARN
     """What a check does here: `WARN`, `CHECKED` or `SHAPES_ONLY` (`aejax.linker.checks`)."""
-    codes: list[Any] | None = None
-    """The failure code of the function being traced so far, in a one-element list (``[None]``: no check yet)."""
-    met: list[int] | None = None
-    """How many checks the program being traced has met, in a one-element list."""
+    code: Any = None
+    """The failure code of the checks met so far in the innermost scope (`aejax.linker.checks.code_of`); ``None``: none."""
     table: Any = None
     """The `aejax.linker.checks.CheckTable` that numbers the checks of the program being traced."""
-    program: Any = None
-    """The `aejax.linker.checks.ProgramTrace` that records what tracing the program finds; ``None``: none."""
 
 
 OUTSIDE = TraceContext()
@@ -66,10 +65,22 @@ def current() -> TraceContext:
 
 @contextmanager
 def entered(**changes: Any) -> Iterator[TraceContext]:
-    """Run the block in the current context with the fields ``changes`` names replaced; yields that context."""
+    """Run the block in the current context with the fields ``changes`` names replaced; yields that context.
+
+    A block that does not replace ``code`` is no scope of its own: the code
+    that checks folded in it (`folding`) is the code of the scope around it.
+    """
     context = replace(_CURRENT.get(), **changes)
     token = _CURRENT.set(context)
     try:
         yield context
+        code = _CURRENT.get().code
     finally:
         _CURRENT.reset(token)
+    if "code" not in changes and code is not context.code:
+        folding(code)
+
+
+def folding(code: Any) -> None:
+    """Make ``code`` the failure code of the innermost scope (an `entered` block that replaced ``code``) from now on."""
+    _CURRENT.set(replace(_CURRENT.get(), code=code))

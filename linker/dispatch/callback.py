@@ -35,7 +35,6 @@ from aesara.tensor.random.type import RandomStateType
 from aesara.tensor.type import DenseTensorType
 
 from aejax.adapters.words import WORD, host_words, host_words_value, program_value, program_words, word_count
-from aejax.linker.checks import callback_staged
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
 from aejax.linker.trace.folding import fold, host_value, is_numeric, perform
 from aejax.linker.trace.host_failures import UnknownShapesError, host_object_error, host_objects, recorded
@@ -176,7 +175,6 @@ def perform_callback(
             outputs = on_host(*[c.on_host(value) for c, value in zip(entering, crossed)])
             return tuple(c.from_host(output) for c, output in zip(leaving, outputs))
 
-        callback_staged()
         results = jax.pure_callback(
             crossing_to_host,
             [c.result_type(shape) for c, shape in zip(leaving, shapes)],

@@ -52,7 +52,7 @@ from aesara.tensor.slinalg import (
     SolveTriangular,
 )
 
-from aejax.linker.checks import checking, checks_met, report_inner, require, shapes_only, with_failure_code
+from aejax.linker.checks import InnerCodes, checking, require, shapes_only
 from aejax.linker.dispatch.basic import aesara_jax_funcify, jax_funcify
 from aejax.linker.errors import InvalidMatrixError, variable_name
 from aejax.linker.lengths.ragged import Ragged
@@ -86,12 +86,9 @@ def per_platform(cpu: Callable[..., Any], default: Callable[..., Any], *args: An
     if not checking():
         return jax.lax.platform_dependent(*args, cpu=cpu, default=default)
 
-    def coded(branch: Callable[..., Any]) -> Callable[..., Any]:
-        return lambda *values: with_failure_code(branch, *values)
-
-    since = checks_met()
-    result, code = jax.lax.platform_dependent(*args, cpu=coded(cpu), default=coded(default))
-    report_inner(code, since)
+    codes = InnerCodes()
+    result, code = jax.lax.platform_dependent(*args, cpu=codes.coded(cpu), default=codes.coded(default))
+    codes.fold(code)
     return result
 
 

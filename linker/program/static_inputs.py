@@ -32,7 +32,7 @@ from aesara.graph.basic import Variable
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
-from aejax.linker.checks import CheckedProgram, CheckTable, ProgramTrace, coded_program, recording_program
+from aejax.linker.checks import CheckedProgram, CheckTable, ProgramTrace, coded_program
 from aejax.linker.errors import caller_stacklevel, variable_name
 from aejax.linker.lengths.bounds import with_static_inputs
 from aejax.linker.program.cache import ProgramCache
@@ -125,9 +125,9 @@ def _traced(
     The program given no buffers computes the trace already made: nothing is traced twice.
     """
     jitted = jax.jit(coded, donate_argnums=donated)
-    with recording_program() as trace:
-        traced = jitted.trace(*args)
-    complete = completes(traced.out_info[0] if trace.checked else traced.out_info)  # a checked one adds its code
+    traced = jitted.trace(*args)
+    trace = ProgramTrace.of(traced)
+    complete = completes(traced.out_info.outputs if trace.checked else traced.out_info)
     if donated and (trace.callbacks or trace.checked or not complete):
         return TracedProgram(jax.jit(replaying(traced.jaxpr, traced.out_info)), trace, (), complete)
     return TracedProgram(jitted, trace, donated, complete)

@@ -23,7 +23,7 @@ class Carry(NamedTuple):
     """The state one step of a lowered Scan reads and writes (its fields: `aejax.linker.scan.lower`).
 
     ``failed`` is the loop's failure code of run-time checks
-    (`aejax.linker.checks.loop_step`) inside a program, else ``None``.
+    (`aejax.linker.checks.InnerCodes.step`) inside a program, else ``None``.
     """
 
     mit_mot: tuple[Any, ...]

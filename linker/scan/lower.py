@@ -63,7 +63,7 @@ from aesara.tensor.shape import SpecifyShape, Unbroadcast
 from aesara.tensor.subtensor import IncSubtensor, Subtensor
 from jax import lax
 
-from aejax.linker.checks import checks_met, loop_failure_start, loop_step, report_inner, require
+from aejax.linker.checks import InnerCodes, require
 from aejax.linker.dispatch.basic import jax_funcify
 from aejax.linker.dispatch.callback import host_generator, perform_callback, split_for_host
 from aejax.linker.dispatch.rows import row_at
@@ -103,7 +103,7 @@ from aejax.linker.scan.progress import Progress
 from aejax.linker.scan.row_bounds import bounds_request
 from aejax.linker.trace.loop_bodies import tracing_loop_body
 from aejax.linker.trace.lowering import LoweredGraph
-from aejax.linker.trace.outcome import Outputs, attempt
+from aejax.linker.trace.outcome import Outputs, attempt, outputs_of
 from aejax.linker.trace.replay import traced_once
 
 
@@ -253,7 +253,9 @@ class LoweredScan:
 
     def __call__(self, *outer: Any) -> Any:
         outcome = attempt(self.node, lambda: self.outputs(*outer), lambda error: error)
-        results = list(outcome.values) if isinstance(outcome, Outputs) else self.when_step_fails(outer, outcome.error)
+        results = (
+            list(outputs_of(outcome)) if isinstance(outcome, Outputs) else self.when_step_fails(outer, outcome.error)
+        )
         return results if len(results) > 1 else results[0]
 
     def when_step_fails(self, outer: Sequence[Any], error: Exception) -> list[Any]:
@@ -490,17 +492,23 @@ class LoweredScan:
             incoming.append(padded[span : span + n_steps])
         return windows, incoming
 
-    def start(self, plan: LoopPlan, mit_mot: Sequence[Any]) -> Carry:
-        """The carry before the first step, with ``mit_mot`` as the mit-mot state."""
+    def start(self, plan: LoopPlan, mit_mot: Sequence[Any], codes: InnerCodes) -> Carry:
+        """The carry before the first step, with ``mit_mot`` as the mit-mot state and the step's ``codes``."""
         return Carry(
             mit_mot=tuple(mit_mot),
             windows=tuple(sw.start(b) for sw, b in zip(self.windows, plan.outer.sots)),
             shared=tuple(plan.outer.shared),
-            failed=loop_failure_start(),
+            failed=codes.start(),
         )
 
     def step(
-        self, plan: LoopPlan, carry: Carry, seq_rows: Sequence[Any], mm_rows: list[list[Any]], noise_rows: Sequence[Any]
+        self,
+        plan: LoopPlan,
+        codes: InnerCodes,
+        carry: Carry,
+        seq_rows: Sequence[Any],
+        mm_rows: list[list[Any]],
+        noise_rows: Sequence[Any],
     ) -> Stepped:
         """One step of either loop, given the rows it reads of the sequences, the mit-mots and the noise.
 
@@ -510,7 +518,7 @@ class LoweredScan:
         sot_rows = [sw.rows(w) for sw, w in zip(self.windows, carry.windows)]
         states = self.noise.step_states(carry.shared, noise_rows)
         with tracing_loop_body():
-            (mm_outs, sot_outs, nit_outs, shared_outs, until), failed = loop_step(
+            (mm_outs, sot_outs, nit_outs, shared_outs, until), failed = codes.step(
                 carry.failed, self.run_inner, seq_rows, mm_rows, sot_rows, states, plan.outer.non_seqs
             )
         self.check_carry(plan.outer, sot_outs, shared_outs)
@@ -540,7 +548,7 @@ class LoweredScan:
         def body(carry: Carry, rows: tuple[list[Any], ...]) -> tuple[Carry, tuple[list[Any], list[Any]]]:
             seq_rows, entering, noise_rows = rows
             mm_rows = [window_rows(w, m, taps) for w, m, taps in zip(carry.mit_mot, self.mintaps, lay.mit_mot_in)]
-            new, mm_outs, traces, _ = self.step(plan, carry, seq_rows, mm_rows, noise_rows)
+            new, mm_outs, traces, _ = self.step(plan, codes, carry, seq_rows, mm_rows, noise_rows)
             written = [
                 window_written(w, m, taps, values)
                 for w, m, taps, values in zip(carry.mit_mot, self.mintaps, lay.mit_mot_out, mm_outs)
@@ -548,13 +556,14 @@ class LoweredScan:
             mit_mot = tuple(shift_in(w, row) for w, row in zip(written, entering))
             return new._replace(mit_mot=mit_mot), ([w[0] for w in written], traces)
 
-        since, start = checks_met(), self.start(plan, mm_windows)
+        codes = InnerCodes()
+        start = self.start(plan, mm_windows, codes)
         xs = (seqs, mm_incoming, noise)
         if self.progress is None:
             final, (mm_traces, traces) = lax.scan(body, start, xs, length=n_steps)
         else:
             final, (mm_traces, traces) = self.progress.scan(body, start, xs, n_steps, self.node.op.name or "Scan")
-        report_inner(final.failed, since)
+        codes.fold(final.failed)
         mm_results = [
             jnp.concatenate([trace, window, b[n_steps + window.shape[0] :]])[: b.shape[0]]
             for b, trace, window in zip(mit_mot, mm_traces, final.mit_mot)
@@ -586,7 +595,7 @@ class LoweredScan:
             """Step ``i``, reading and writing the whole mit-mot buffers."""
             mm_rows = [read_rows(b, i - m, taps) for b, m, taps in zip(carry.mit_mot, self.mintaps, lay.mit_mot_in)]
             noise_rows = [sequence_row(rows, i) for rows in noise]
-            stepped = self.step(plan, carry, [sequence_row(s, i) for s in seqs], mm_rows, noise_rows)
+            stepped = self.step(plan, codes, carry, [sequence_row(s, i) for s in seqs], mm_rows, noise_rows)
             mit_mot = tuple(
                 write_rows(b, i - m, taps, values)
                 for b, m, taps, values in zip(carry.mit_mot, self.mintaps, lay.mit_mot_out, stepped.mit_mot)
@@ -594,7 +603,8 @@ class LoweredScan:
             return stepped._replace(carry=stepped.carry._replace(mit_mot=mit_mot))
 
         first = jnp.asarray(0, "int32")
-        since, start = checks_met(), self.start(plan, mit_mot)
+        codes = InnerCodes()
+        start = self.start(plan, mit_mot, codes)
         step, example = traced_once(advance, first, start)
         nit_rows = example.traces[len(example.traces) - len(sizes) :]
         nit_buffers = [jnp.zeros((size,) + row.shape, row.dtype) for size, row in zip(sizes, nit_rows)]
@@ -614,7 +624,7 @@ class LoweredScan:
 
         buffers = (*plan.kept(sots), *nit_buffers)
         final = lax.while_loop(cond, body, WhileCarry(first, jnp.asarray(True), start, buffers))
-        report_inner(final.carry.failed, since)
+        codes.fold(final.carry.failed)
         laid_out = iter(
             ordered_history(b, final.step, offset, n_steps, lay.as_while) for b, offset in zip(final.buffers, offsets)
         )

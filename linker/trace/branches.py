@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from aesara.graph.basic import Apply, Variable
 from aesara.ifelse import IfElse
 
-from aejax.linker.checks import checks_met, loop_failure_start, loop_step, report_inner, require
+from aejax.linker.checks import code_of, fold, passed_if_none, require
 from aejax.linker.errors import (
     NodeIndexError,
     NodeTypeError,
@@ -152,7 +152,6 @@ def if_else(
     """
     if not is_traced(condition):
         return list((then if bool(condition) else otherwise)())
-    since = checks_met()
     traced = [_traced_branch(branch, failures) for branch in (then, otherwise)]
     failed = [isinstance(t, BaseException) for t in traced]
     if all(failed):
@@ -161,34 +160,43 @@ def if_else(
             "so its condition must be known while tracing"
         )
     if any(failed):
-        return _other_than_failed(node, condition, traced, since)
+        return _other_than_failed(node, condition, traced)
     (then_replay, then_result), (else_replay, else_result) = traced
     _check_branch_values(node, then_result[0], else_result[0])
-    values, code = jax.lax.cond(condition, then_replay, else_replay)
-    report_inner(code, since)
+    if then_result[1] is None and else_result[1] is None:  # neither met a check: no code to pick
+        return list(jax.lax.cond(condition, lambda: then_replay()[0], lambda: else_replay()[0]))
+    values, code = jax.lax.cond(condition, _coded(then_replay), _coded(else_replay))
+    fold(code)
     return list(values)
+
+
+def _coded(replay: Callable[[], tuple[Any, Any]]) -> Callable[[], tuple[Any, Any]]:
+    """A branch's replay returning its values and its failure code (`PASSED` if it met no check)."""
+
+    def coded() -> tuple[Any, Any]:
+        values, code = replay()
+        return values, passed_if_none(code)
+
+    return coded
 
 
 def _traced_branch(branch: Values, failures: tuple[type[BaseException], ...]) -> Any:
     """``branch`` traced with its checks' failure code: its replay and result types, or the value failure it raised."""
     try:
-        return traced_once(lambda: loop_step(loop_failure_start(), lambda: list(branch())))
+        return traced_once(lambda: code_of(lambda: list(branch())))
     except failures as error:
         return error
 
 
-def _other_than_failed(node: Apply, condition: Any, traced: list[Any], since: int) -> list[Any]:
-    """The values of the branch that traced, checked at run time to be the one ``condition`` picks.
-
-    ``since`` is the count of checks met (`checks_met`) before the branches were traced.
-    """
+def _other_than_failed(node: Apply, condition: Any, traced: list[Any]) -> list[Any]:
+    """The values of the branch that traced, checked at run time to be the one ``condition`` picks."""
     side = 0 if isinstance(traced[1], BaseException) else 1
     failure = rebuildable(traced[1 - side])
     picks_then = jnp.asarray(condition) != 0
     require(picks_then if side == 0 else ~picks_then, type(failure), str(failure), f"node {node}")
     replay, _ = traced[side]
     values, code = replay()
-    report_inner(code, since)
+    fold(code)
     return list(values)
 
 

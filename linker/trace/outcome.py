@@ -6,7 +6,9 @@ cannot run as traced by raising: JAX's own errors for a traced size, our
 place that turns such an exception into an `Outcome`; the lowering loop
 (`aejax.linker.trace.lowering`) decides on that value what to do next:
 lower the node again on the call's values, retry it on all the rows of a
-value of run-time length, end the program there, or raise.
+value of run-time length, end the program there, or raise. The node's
+failure code is part of its `Outputs`: an attempt that comes to anything
+else leaves none behind.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from aesara.graph.basic import Apply
 
+from aejax.linker.checks import code_of, fold
 from aejax.linker.errors import LoweringError
 from aejax.linker.lengths.bounds import BoundsNeeded
 from aejax.linker.lengths.ragged import NeedsSplit
@@ -25,9 +28,11 @@ from aejax.linker.trace.host_failures import HostObjectError, UnknownShapesError
 
 @dataclass(frozen=True)
 class Outputs:
-    """The node's outputs, each as its variable declares."""
+    """The node's outputs, each as its variable declares, and the failure code of the checks it met (`aejax.linker.checks`)."""
 
     values: tuple[Any, ...]
+    code: Any = None
+    """``None``: the node met no check."""
 
 
 @dataclass(frozen=True)
@@ -79,10 +84,12 @@ def attempt(
 
     ``failure`` says what an exception ``compute`` raises stands for (a
     `LoweringError` naming ``node``, or the exception as it is); the
-    `Outcome` is chosen from that.
+    `Outcome` is chosen from that. The checks met while computing fold into
+    the code of `Outputs`, never into a code around the node.
     """
     try:
-        return Outputs(tuple(compute()))
+        values, code = code_of(lambda: tuple(compute()))
+        return Outputs(values, code)
     except Exception as error:  # the one place a lowering's exception becomes a value (module docstring)
         return _described(node, failure(error))
 
@@ -103,7 +110,9 @@ def _described(node: Apply, error: Exception) -> Outcome:
 
 
 def outputs_of(outcome: Outcome) -> tuple[Any, ...]:
-    """The outputs ``outcome`` holds; its error is raised if it holds none."""
+    """The outputs ``outcome`` holds, its failure code folded into the code around the node; its error is raised if it
+    holds none."""
     if isinstance(outcome, Outputs):
+        fold(outcome.code)
         return outcome.values
     raise outcome.error
