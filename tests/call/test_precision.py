@@ -361,15 +361,19 @@ WRAPPERS_PROGRAM = textwrap.dedent(
 )
 
 
-def test_with_jaxs_default_x64_off_every_wrapper_computes_a_float64_graph_in_float64():
-    """The process as a new user has it (no ``jax_enable_x64`` set), unlike this suite's."""
+def _fresh_process_report(args, timeout=300):
+    """The last line of what ``python *args`` prints, as JSON, run in a process as a new user has it (no
+    ``jax_enable_x64`` set, unlike this suite's)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("JAX_ENABLE_X64", None)
-    done = subprocess.run(
-        [sys.executable, "-c", WRAPPERS_PROGRAM], env=env, capture_output=True, text=True, timeout=300
-    )
+    done = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_with_jaxs_default_x64_off_every_wrapper_computes_a_float64_graph_in_float64():
+    """The process as a new user has it (no ``jax_enable_x64`` set), unlike this suite's."""
+    seen = _fresh_process_report(["-c", WRAPPERS_PROGRAM])
     assert seen.pop("x64") is False
     (expected,) = seen.pop("reference")
     assert expected == pytest.approx(1e-10, rel=1e-6)
@@ -436,13 +440,7 @@ CALLBACK_PROGRAM = textwrap.dedent(
 def test_a_host_callback_in_a_large_float64_program_keeps_64_bits_with_x64_off():
     """XLA runs the callback on its own thread, where JAX's default (x64 off) holds: its float64 input was rounded
     to float32 there and its float64 output refused, before the values crossed as 32-bit words."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("JAX_ENABLE_X64", None)
-    done = subprocess.run(
-        [sys.executable, "-c", CALLBACK_PROGRAM], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = _fresh_process_report(["-c", CALLBACK_PROGRAM])
     assert seen["x64"] is False
     total, largest, smallest, digits = seen["aejax"]
     assert total == pytest.approx(seen["reference"][0], rel=1e-13)
@@ -455,18 +453,7 @@ def test_with_x64_off_a_repeated_call_takes_64_bit_arguments_as_words_and_comput
     setting, every 64-bit argument entering as its words, and every result is the reference's
     (`tests/call/x64_off_cases.py`: float64, int64 beyond 2**31, uint64, complex128, bool, 0-d and empty arrays, a
     float32 graph, an Assert, shared variables, a RandomStream, Python arguments, a Scan)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("JAX_ENABLE_X64", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.call.x64_off_cases"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = _fresh_process_report(["-m", "tests.call.x64_off_cases"], timeout=600)
     assert report.pop("x64") is False
     failed = {case: seen for case, seen in report.items() if isinstance(seen, str)}
     assert not failed, "\n".join(f"{case}:\n{error}" for case, error in failed.items())
