@@ -53,9 +53,15 @@ def program_words(value: Any) -> Any:
 
 
 def program_value(words: Any, dtype: np.dtype) -> Any:
-    """In a program traced with x64: the value of ``dtype`` whose words are ``words``."""
+    """In a program traced with x64: the value of ``dtype`` whose words are ``words``.
+
+    The words are joined elementwise (the first the low half, as in the
+    memory of a little-endian host and in XLA's ``bitcast_convert``): XLA
+    turns a ``bitcast_convert`` from two words into a reduction over them,
+    its own loop on the CPU, where this joins the consumer's fusion.
+    """
     if dtype.kind == "c":
-        halves = words.reshape(*words.shape[:-1], 2, words.shape[-1] // 2)
-        parts = jax.lax.bitcast_convert_type(halves, np.dtype(f"f{dtype.itemsize // 2}"))
-        return jax.lax.complex(parts[..., 0], parts[..., 1])
-    return jax.lax.bitcast_convert_type(words, dtype)
+        part = np.dtype(f"f{dtype.itemsize // 2}")
+        return jax.lax.complex(program_value(words[..., :2], part), program_value(words[..., 2:], part))
+    low, high = (jax.lax.convert_element_type(words[..., i], np.uint64) for i in (0, 1))
+    return jax.lax.bitcast_convert_type(low | jax.lax.shift_left(high, np.uint64(32)), dtype)

@@ -213,7 +213,7 @@ class ProgramTrace:
     @classmethod
     def of(cls, traced: Any) -> ProgramTrace:
         """What the program ``traced`` (a ``jax.stages.Traced`` of a `coded_program`) holds."""
-        return cls(isinstance(traced.out_info, Coded), _stages_callback(traced.jaxpr.jaxpr))
+        return cls(isinstance(traced.out_info, Coded), stages_any(traced.jaxpr.jaxpr, CALLBACKS))
 
 
 CALLBACKS = frozenset({"pure_callback"})
@@ -223,10 +223,15 @@ A progress bar's ``debug_callback`` (`aejax.linker.scan.progress`) raises nothin
 """
 
 
-def _stages_callback(jaxpr: Any) -> bool:
-    """Whether ``jaxpr`` (a ``Jaxpr``) or one nested in it calls the host."""
+HOST_CALLS = CALLBACKS | {"debug_callback", "io_callback"}
+"""Every primitive by which a program calls the host, a progress bar's too: JAX exports a program staging none."""
+
+
+def stages_any(jaxpr: Any, primitives: frozenset[str]) -> bool:
+    """Whether ``jaxpr`` (a ``Jaxpr``) or one nested in it stages one of ``primitives`` (their names)."""
     return any(
-        eqn.primitive.name in CALLBACKS or any(_stages_callback(inner) for inner in _inner_jaxprs(eqn.params.values()))
+        eqn.primitive.name in primitives
+        or any(stages_any(inner, primitives) for inner in _inner_jaxprs(eqn.params.values()))
         for eqn in jaxpr.eqns
     )
 

@@ -35,11 +35,11 @@ callbacks return with the caller's setting. A program run without x64 takes
 A function whose program has x64, made in a thread without it (JAX's
 default), may be called there again and again, each call entering
 ``enable_x64`` (2 to 3 us). So its exact call
-(`aejax.linker.call.direct_call.ExactCall`) comes to run a program compiled
-ahead of time that takes each 64-bit argument as its 32-bit words
-(`taking_words`): JAX converts no words whatever the setting, the program
-turns them back into the values bit for bit, and what it returns is 64-bit
-whatever the setting too. Whether a function's exact calls take words is
+(`aejax.linker.call.direct_call.ExactCall`) comes to run a program that
+takes each 64-bit argument as its 32-bit words (`taking_words`): JAX
+converts no words whatever the setting, the program turns them back into
+the values bit for bit, and what it returns is 64-bit whatever the setting
+too. Whether a function's exact calls take words is
 decided once, when the function is made (`takes_words`); either form is
 right whatever the setting of the thread that calls it. That program is
 compiled once the calls entering ``enable_x64`` have cost about what making
@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
+import jax.export
 import numpy as np
 from aesara.graph.basic import Variable, applys_between, vars_between
 from aesara.graph.fg import FunctionGraph
@@ -63,7 +64,7 @@ from aesara.tensor.elemwise import Elemwise
 from jax.experimental import enable_x64
 
 from aejax.adapters.words import WORD, program_value, word_count
-from aejax.linker.checks import CheckedProgram
+from aejax.linker.checks import HOST_CALLS, CheckedProgram, stages_any
 
 WIDE_FLOATS = frozenset({"float64", "complex128"})
 """The dtypes that make a program compute with x64."""
@@ -142,12 +143,18 @@ def takes_words(x64: bool | None) -> bool:
 
 
 def taking_words(program: Callable[..., Any], arguments: Sequence[jax.ShapeDtypeStruct]) -> Callable[..., Any]:
-    """``program`` (jitted, with x64) compiled ahead of time for ``arguments``, each 64-bit one taken as its words.
+    """``program`` (jitted, with x64) for ``arguments``, each 64-bit one taken as its words, run with x64 whatever
+    this thread's setting.
 
     Called with the words of each 64-bit argument
     (`aejax.adapters.words.host_words`) and the others as they are, it runs
-    without entering ``enable_x64``, whatever this thread's setting. A
-    `CheckedProgram` stays one, its jitted function compiled so.
+    without entering ``enable_x64``. It is traced with x64 into a
+    `jax.export` export, whose call is jitted: only 32-bit values cross it,
+    so any setting traces the same program, and JAX's own fast path calls
+    it (an ahead-of-time ``Compiled`` adds a Python layer to each call). A
+    program that calls the host, which JAX does not export, is compiled
+    ahead of time instead. A `CheckedProgram` stays one, its jitted
+    function taking words.
     """
     if isinstance(program, CheckedProgram):
         return CheckedProgram(taking_words(program.jitted, arguments), program.checks)
@@ -159,5 +166,8 @@ def taking_words(program: Callable[..., Any], arguments: Sequence[jax.ShapeDtype
     crossing = [
         jax.ShapeDtypeStruct((*a.shape, word_count(d)), WORD) if word_count(d) else a for a, d in zip(arguments, dtypes)
     ]
+    words_program = jax.jit(from_words)
     with enable_x64(True):
-        return jax.jit(from_words).lower(*crossing).compile()
+        if stages_any(words_program.trace(*crossing).jaxpr.jaxpr, HOST_CALLS):
+            return words_program.lower(*crossing).compile()
+        return jax.jit(jax.export.export(words_program)(*crossing).call)

@@ -23,6 +23,7 @@ from aesara.raise_op import Assert
 from aesara.tensor.random.utils import RandomStream
 from jax.experimental import enable_x64
 
+import aejax.linker
 from tests.reference import REFERENCE
 
 WIDE = ("float64", "int64", "uint64", "complex128")
@@ -185,6 +186,21 @@ def scan():
     return called([x], steps[-1], np.array([1.0, -2.0, 3.0]))
 
 
+def progress_bar():
+    """A Scan with a progress bar takes words too: its ``debug_callback`` JAX does not export, so its program is
+    compiled ahead of time to take them."""
+    x = at.dvector("x")
+    steps, _ = aesara.scan(lambda h: h * (1 + 1e-10) + 1e-12, outputs_info=x, n_steps=5)
+    inputs, args = [x], (np.array([1.0, -2.0, 3.0]),)
+    expected = aesara.function(inputs, steps[-1], mode=REFERENCE)(*args)
+    ours = aesara.function(inputs, steps[-1], mode=aejax.linker.mode.with_progress(every=1, min_seconds=0))
+    all_same(ours(*args), expected)
+    seen = spied(ours)
+    for _ in range(3):
+        all_same(ours(*args), expected)
+    return seen
+
+
 def takes_words_in_time():
     """The exact call enters ``enable_x64`` until the switches have cost what making the program took, then takes
     words: counted, not timed."""
@@ -220,6 +236,7 @@ CASES = [
     random_stream,
     python_arguments,
     scan,
+    progress_bar,
     takes_words_in_time,
 ]
 
