@@ -34,7 +34,6 @@ donations (`aejax.linker.program.static_inputs`).
 
 from __future__ import annotations
 
-import functools
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -119,21 +118,10 @@ def fold(code: Any) -> None:
         folding(_first_failure(current().code, code))
 
 
-def first_failure(codes: Iterable[Any]) -> Any:
-    """The failure code of ``codes`` in order (each ``None`` if it met no check): the first that failed."""
-    return functools.reduce(_first_failure, codes, None)
-
-
 def code_of(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
     """``fn(*args)`` and the failure code of the checks met while tracing it, ``None`` if none was: a scope."""
     with entered(code=None):
         return fn(*args), current().code
-
-
-def with_failure_code(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
-    """``fn(*args)`` and the failure code of the checks met while tracing it (`PASSED` if none)."""
-    result, code = code_of(fn, *args)
-    return result, passed_if_none(code)
 
 
 def passed_if_none(code: Any) -> Any:

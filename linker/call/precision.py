@@ -168,6 +168,7 @@ def taking_words(program: Callable[..., Any], arguments: Sequence[jax.ShapeDtype
     ]
     words_program = jax.jit(from_words)
     with enable_x64(True):
-        if stages_any(words_program.trace(*crossing).jaxpr.jaxpr, HOST_CALLS):
-            return words_program.lower(*crossing).compile()
+        traced = words_program.trace(*crossing)
+        if stages_any(traced.jaxpr.jaxpr, HOST_CALLS):
+            return traced.lower().compile()
         return jax.jit(jax.export.export(words_program)(*crossing).call)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jax.experimental import enable_x64
 
 from aejax.adapters.words import host_words, host_words_value, program_value, program_words
 
@@ -29,7 +30,7 @@ def test_every_pair_of_awkward_halves_joins_in_the_program_to_the_same_bits(dtyp
     pairs = np.array([[low, high] for low in HALVES for high in HALVES], np.uint32)
     words = np.concatenate([pairs, pairs[::-1]], 1) if dtype.kind == "c" else pairs  # complex: two pairs a value
     values = _bits(dtype, words.reshape(-1))
-    with jax.experimental.enable_x64(True):
+    with enable_x64(True):
         joined = np.asarray(jax.jit(lambda w: program_value(w, dtype))(host_words(values)))
         split = np.asarray(jax.jit(program_words)(values))
     assert joined.dtype == dtype
@@ -46,7 +47,7 @@ def test_every_pair_of_awkward_halves_joins_in_the_program_to_the_same_bits(dtyp
 def test_random_bits_of_any_shape_cross_as_words_unchanged(dtype, shape, seed):
     raw = np.random.default_rng(seed).integers(0, 2**32, size=(*shape, dtype.itemsize // 4), dtype=np.uint32)
     values = raw.view(dtype)[..., 0]
-    with jax.experimental.enable_x64(True):
+    with enable_x64(True):
         joined = np.asarray(jax.jit(lambda w: program_value(w, dtype))(host_words(values)))
     assert (joined.dtype, joined.shape) == (dtype, shape)
     np.testing.assert_array_equal(joined.reshape(-1).view(np.uint8), values.reshape(-1).view(np.uint8))
