@@ -204,14 +204,15 @@ class ProgramTrace:
         return cls(isinstance(traced.out_info, Coded), stages_any(traced.jaxpr.jaxpr, CALLBACKS))
 
 
-CALLBACKS = frozenset({"pure_callback"})
-"""The primitives by which a program calls the host where an exception may fail it (`aejax.linker.dispatch.callback`).
+CALLBACKS = frozenset({"pure_callback", "io_callback"})
+"""The primitives by which a program calls the host where an exception may fail it
+(`aejax.linker.dispatch.callback.staged_host_call`).
 
 A progress bar's ``debug_callback`` (`aejax.linker.scan.progress`) raises nothing, so it is not one.
 """
 
 
-HOST_CALLS = CALLBACKS | {"debug_callback", "io_callback"}
+HOST_CALLS = CALLBACKS | {"debug_callback"}
 """Every primitive by which a program calls the host, a progress bar's too: JAX exports a program staging none."""
 
 

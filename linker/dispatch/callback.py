@@ -1,7 +1,7 @@
 """Run an Op's Python ``perform`` on the host from inside a JAX trace.
 
 An Op with no JAX lowering is computed by its own numpy implementation,
-staged with `jax.pure_callback`; it then works under jit, inside loops and
+staged with `jax.pure_callback` (`staged_host_call`); it then works under jit, inside loops and
 under vmap (one callback per batch element). JAX needs the outputs' shapes
 while tracing. They are the output types' static shapes where known, else the
 Op's ``infer_shape`` evaluated with the inputs' shapes (always known while
@@ -19,6 +19,7 @@ in a graph exported with ``jaxify``.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -33,6 +34,7 @@ from aesara.scalar.basic import ScalarType
 from aesara.tensor.exceptions import ShapeError
 from aesara.tensor.random.type import RandomStateType
 from aesara.tensor.type import DenseTensorType
+from jax.experimental import io_callback
 
 from aejax.adapters.words import WORD, host_words, host_words_value, program_value, program_words, word_count
 from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
@@ -175,11 +177,10 @@ def perform_callback(
             outputs = on_host(*[c.on_host(value) for c, value in zip(entering, crossed)])
             return tuple(c.from_host(output) for c, output in zip(leaving, outputs))
 
-        results = jax.pure_callback(
+        results = staged_host_call(
             crossing_to_host,
             [c.result_type(shape) for c, shape in zip(leaving, shapes)],
             *[c.from_program(args[i]) for c, i in zip(entering, staged)],
-            vmap_method="sequential",
         )
         results = [c.in_program(r) for c, r in zip(leaving, results)]
         if not warned:
@@ -195,6 +196,21 @@ def perform_callback(
         return list(results)
 
     return callback
+
+
+def staged_host_call(callback: Callable[..., Any], result_types: Sequence[jax.ShapeDtypeStruct], *args: Any) -> Any:
+    """``callback(*args)`` run on the host by the program, its results of ``result_types``; one call per batch
+    element under vmap.
+
+    A `jax.pure_callback`, unless no result holds an element: XLA drops a
+    pure call whose results are empty, and the Op's ``perform`` would never
+    run, nor raise for the parameters it checks (Aesara's `Images2Neibs`
+    for a step of 0). That call is an unordered `io_callback`, which XLA
+    keeps.
+    """
+    if all(math.prod(result.shape) == 0 for result in result_types):
+        return io_callback(callback, result_types, *args, ordered=False)
+    return jax.pure_callback(callback, result_types, *args, vmap_method="sequential")
 
 
 class Crossing(NamedTuple):
@@ -281,7 +297,7 @@ def _inferred_shapes(node: Apply, args: Sequence[Any], outputs: Sequence[int]) -
     if infer_shape is not None:
         try:
             shapes = infer_shape(None, node, [_input_shape(a, v) for a, v in zip(args, node.inputs)])
-        except ShapeError:
+        except (ShapeError, ValueError):  # the Op cannot tell from shapes: a vector's length (`get_vector_length`)
             pass
     if shapes is None:
         raise UnknownShapesError(

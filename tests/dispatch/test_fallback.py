@@ -103,6 +103,22 @@ class CheckedLog(Op):
         return shapes
 
 
+class CheckedNothing(Op):
+    """Checks that ``x`` is positive, as an Op checks its parameters, and returns an array holding no element."""
+
+    __props__ = ()
+
+    def make_node(self, x):
+        x = at.as_tensor_variable(x)
+        return Apply(self, [x], [at.TensorType(x.dtype, shape=(0,))()])
+
+    def perform(self, node, inputs, outputs):
+        (x,) = inputs
+        if np.any(x <= 0):
+            raise ValueError(f"x must be positive, got {x[x <= 0][0]}")
+        outputs[0][0] = np.empty(0, x.dtype)
+
+
 class NoPerform(_NoPythonOp):
     """Neither a JAX lowering nor a Python implementation (Aesara's marker for C-only Ops)."""
 
@@ -286,6 +302,62 @@ def test_exception_raised_by_perform_reaches_the_caller_as_it_was(in_loop):
             f(np.array([1.0, -2.0, -3.0]))
     assert srng.state_updates[0][0].get_value(borrow=False).bit_generator.state == state
     np.testing.assert_allclose(ours(np.array([3.0]))[0], np.log([3.0]))
+
+
+@pytest.mark.parametrize("in_loop", [False, True], ids=["graph", "scan step"])
+def test_a_check_in_perform_raises_though_its_outputs_hold_no_element(in_loop):
+    """XLA drops a pure callback whose results are empty: the Op's ``perform`` must run all the same, and raise for
+    the values it refuses, as the reference does."""
+    x = at.dvector("x")
+    if in_loop:
+        out = aesara.scan(lambda x_t: at.concatenate([CheckedNothing()(x_t[None]), x_t[None] * 2]), sequences=x)[0]
+    else:
+        out = at.concatenate([CheckedNothing()(x), x * 2])
+    reference, ours = compile_both([x], out)
+    with pytest.warns(CallbackWarning):
+        np.testing.assert_array_equal(ours(np.array([1.0, 2.0])), reference(np.array([1.0, 2.0])))
+    for f in (reference, ours, ours):  # the second call of ours takes the path of a warm function
+        with pytest.raises(ValueError, match="x must be positive, got -2.0"):
+            f(np.array([1.0, -2.0, 3.0]))
+
+
+def _neighbours() -> object:
+    """Aesara's deprecated ``aesara.tensor.nnet.neighbours`` (`Images2Neibs` has no JAX lowering)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from aesara.tensor.nnet import neighbours
+
+    return neighbours
+
+
+def test_images2neibs_refuses_a_step_of_zero_as_the_reference_does():
+    """Aesara's own case (tests/tensor/nnet/test_neighbours.py::TestImages2Neibs::test_can_not_infer_nb_dim): a
+    neighbourhood of width 0, which ``Images2Neibs.perform`` refuses, where the node's output holds no element."""
+    neibs2images = _neighbours().neibs2images
+    patches, size = at.matrix("patches"), at.ivector("size")
+    reference, ours = compile_both([patches, size], neibs2images(patches, (16, 16), size, mode="ignore_borders"))
+    values = np.ones((3 * 20 * 20, 256), aesara.config.floatX)
+    with pytest.warns(CallbackWarning):
+        np.testing.assert_array_equal(ours(values, [1, 3, 320, 320]), reference(values, [1, 3, 320, 320]))
+    for f in (reference, ours):
+        with pytest.raises(ValueError, match="neib_step wrong step"):
+            f(values, [3, 320, 320, 1])
+
+
+def test_an_op_whose_infer_shape_needs_a_vectors_length_runs_on_the_host():
+    """``Images2Neibs.infer_shape`` unpacks its step, a vector of unknown length here: as for Aesara's own shape
+    inference, the shapes are unknown, so the node runs on the host, and gives the reference's values and errors."""
+    image, step = at.matrix("image"), at.lvector("step")
+    out = _neighbours().images2neibs(image[None, None], [2, 2], step, mode="ignore_borders")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Aesara's own "Failed to infer_shape" while rewriting
+        reference, ours = compile_both([image, step], out)
+    values = np.arange(20.0).reshape(4, 5)
+    for steps in ([2, 2], [1, 3], [2, 2]):
+        np.testing.assert_array_equal(ours(values, steps), reference(values, steps))
+    for f in (reference, ours):
+        with pytest.raises(ValueError, match="neib_step wrong step"):
+            f(values, [0, 2])
 
 
 def test_op_without_perform_still_raises_at_compile_time():
