@@ -9,15 +9,18 @@ and once without, as a new user makes it. Both are called first (the
 compilation), then as many times as pay for that (a function made without
 x64 compiles the program that takes its 64-bit arguments as words once its
 calls have: `aejax.linker.call.precision.calls_before_words`), then with
-the same numpy arguments ``--calls`` times per timing, alternately (on, off, on, off, ...) for ``--rounds`` rounds, each in
-the setting it was made in, so the machine's drift falls on both alike. The
-table shows the median time of one call for each, and their ratio (issue
-#49: at most 1.05).
+numpy arguments ``--calls`` times per timing, alternately (on, off, on, off, ...) for ``--rounds`` rounds, each in
+the setting it was made in, so the machine's drift falls on both alike:
+the same arguments on every call (a repeated call, issue #49: at most
+1.05), then a new copy of them on each call (a loop over data, each copy
+made before the timing). The table shows the median time of one call for
+each, and their ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import time
@@ -74,12 +77,16 @@ WORKLOADS = {
 }
 
 
-def per_call(f: Callable[..., Any], args: tuple[Any, ...], calls: int) -> float:
-    """Microseconds per call of ``f(*args)``, over ``calls`` calls."""
+def per_call(f: Callable[..., Any], calls: list[tuple[Any, ...]]) -> float:
+    """Microseconds per call of ``f(*args)`` for each ``args`` of ``calls``, Python's garbage collector paused (as
+    `timeit` does: a collection falls on whichever timing it happens in)."""
+    gc.disable()
     started = time.perf_counter()
-    for _ in range(calls):
+    for args in calls:
         f(*args)
-    return (time.perf_counter() - started) / calls * 1e6
+    elapsed = time.perf_counter() - started
+    gc.enable()
+    return elapsed / len(calls) * 1e6
 
 
 def warmed(f: Callable[..., Any], args: tuple[Any, ...]) -> Any:
@@ -92,18 +99,21 @@ def warmed(f: Callable[..., Any], args: tuple[Any, ...]) -> Any:
 
 
 def measured(workload: Callable[[], Workload], rounds: int, calls: int) -> dict[str, float]:
-    """The medians of one call with x64 on and off, each function made and called in its setting."""
+    """The medians of one call with x64 on and off, each function made and called in its setting, with the same
+    arguments each call and with new ones."""
     make, args = workload()
     with enable_x64(True):
         on = warmed(make(), args)
     off = warmed(make(), args)
-    times: dict[str, list[float]] = {"on": [], "off": []}
+    same, new = [args] * calls, [tuple(a.copy() for a in args) for _ in range(calls)]
+    times: dict[str, list[float]] = {"on": [], "off": [], "on new": [], "off new": []}
     for _ in range(rounds):
-        with enable_x64(True):
-            times["on"].append(per_call(on, args, calls))
-        times["off"].append(per_call(off, args, calls))
+        for suffix, arguments in (("", same), (" new", new)):
+            with enable_x64(True):
+                times["on" + suffix].append(per_call(on, arguments))
+            times["off" + suffix].append(per_call(off, arguments))
     medians = {setting: statistics.median(values) for setting, values in times.items()}
-    return {**medians, "ratio": medians["off"] / medians["on"]}
+    return {**medians, "ratio": medians["off"] / medians["on"], "ratio new": medians["off new"] / medians["on new"]}
 
 
 def main() -> None:
@@ -115,9 +125,9 @@ def main() -> None:
     if jax.config.jax_enable_x64:
         parser.error("run it with jax_enable_x64 off (JAX's default): unset JAX_ENABLE_X64")
     table = {name: measured(workload, options.rounds, options.calls) for name, workload in WORKLOADS.items()}
-    print(f"{'workload':<20} {'x64 on (us)':>12} {'x64 off (us)':>13} {'off / on':>9}")
+    print(f"{'workload':<20} {'x64 on (us)':>12} {'x64 off (us)':>13} {'off / on':>9} {'new arguments':>14}")
     for name, row in table.items():
-        print(f"{name:<20} {row['on']:>12.2f} {row['off']:>13.2f} {row['ratio']:>9.3f}")
+        print(f"{name:<20} {row['on']:>12.2f} {row['off']:>13.2f} {row['ratio']:>9.3f} {row['ratio new']:>14.3f}")
     if options.save:
         with open(options.save, "w") as file:
             json.dump(table, file, indent=1)

@@ -38,16 +38,32 @@ def test_every_pair_of_awkward_halves_joins_in_the_program_to_the_same_bits(dtyp
     np.testing.assert_array_equal(host_words_value(split, dtype).view(np.uint8), values.view(np.uint8))
 
 
-@settings(max_examples=50, deadline=None)
+def _laid_out(values: np.ndarray, layout: str) -> np.ndarray:
+    """``values`` as a caller may hold them: an array of its own, a strided view (a matrix's column), a numpy scalar."""
+    if layout == "strided":
+        wider = np.zeros((*values.shape, 2), values.dtype)
+        wider[..., 0] = values
+        return wider[..., 0]
+    if layout == "scalar" and not values.shape:
+        return values[()]
+    return values
+
+
+@settings(max_examples=80, deadline=None)
 @given(
     dtype=st.sampled_from(WIDE),
-    shape=st.sampled_from([(), (1,), (3,), (2, 3)]),
+    shape=st.sampled_from([(), (1,), (3,), (2, 3), (0,)]),
+    layout=st.sampled_from(["own", "strided", "scalar"]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_random_bits_of_any_shape_cross_as_words_unchanged(dtype, shape, seed):
+def test_random_bits_of_any_shape_and_layout_cross_as_words_unchanged(dtype, shape, layout, seed):
     raw = np.random.default_rng(seed).integers(0, 2**32, size=(*shape, dtype.itemsize // 4), dtype=np.uint32)
     values = raw.view(dtype)[..., 0]
     with enable_x64(True):
-        joined = np.asarray(jax.jit(lambda w: program_value(w, dtype))(host_words(values)))
+        joined = np.asarray(jax.jit(lambda w: program_value(w, dtype))(host_words(_laid_out(values, layout))))
+        split = np.asarray(jax.jit(program_words)(values))
     assert (joined.dtype, joined.shape) == (dtype, shape)
     np.testing.assert_array_equal(joined.reshape(-1).view(np.uint8), values.reshape(-1).view(np.uint8))
+    back = host_words_value(split, dtype)
+    assert back.shape == shape
+    np.testing.assert_array_equal(back.reshape(-1).view(np.uint8), values.reshape(-1).view(np.uint8))

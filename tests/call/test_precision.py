@@ -452,7 +452,8 @@ def test_with_x64_off_a_repeated_call_takes_64_bit_arguments_as_words_and_comput
     """A function made and called with JAX's default x64 off: its exact calls run the program with no switch of the
     setting, every 64-bit argument entering as its words, and every result is the reference's
     (`tests/call/x64_off_cases.py`: float64, int64 beyond 2**31, uint64, complex128, bool, 0-d and empty arrays, a
-    float32 graph, an Assert, shared variables, a RandomStream, Python arguments, a Scan, one with a progress bar)."""
+    float32 graph, an Assert, shared variables, a RandomStream, Python arguments, a Scan, one with a progress bar,
+    arguments changed in place between calls)."""
     report = _fresh_process_report(["-m", "tests.call.x64_off_cases"], timeout=600)
     assert report.pop("x64") is False
     failed = {case: seen for case, seen in report.items() if isinstance(seen, str)}

@@ -201,6 +201,30 @@ def progress_bar():
     return seen
 
 
+def arguments_changed_in_place():
+    """An argument passed again computes from what it holds then: its values changed in place, a matrix's column
+    changed through the matrix, an array whose strides were reassigned, a shared value changed in place through
+    ``borrow=True``: the words of each are taken on each call."""
+    x = at.dvector("x")
+    total = aesara.shared(np.arange(3.0), name="total")
+    ours = aesara.function([x], x * 2 + total * 1e-10, mode="AEJAX")
+    expected = aesara.function([x, (t := at.dvector("t"))], x * 2 + t * 1e-10, mode=REFERENCE)
+    own, matrix, wider = np.arange(3.0), np.arange(9.0).reshape(3, 3), np.arange(12.0)
+    column, prefix = matrix[:, 1], wider[:3]
+    ours(own)
+    seen = spied(ours)
+    for argument, change in [
+        (own, lambda: own.__setitem__(0, 1 + 1e-12)),
+        (column, lambda: matrix.__setitem__((0, 1), -7.5)),
+        (prefix, lambda: setattr(prefix, "strides", (16,))),
+        (own, lambda: total.get_value(borrow=True).__setitem__(2, 1e6)),
+    ]:
+        same(ours(argument), expected(argument, total.get_value()))
+        change()
+        same(ours(argument), expected(argument, total.get_value()))
+    return seen
+
+
 def takes_words_in_time():
     """The exact call enters ``enable_x64`` until the switches have cost what making the program took, then takes
     words: counted, not timed."""
@@ -237,6 +261,7 @@ CASES = [
     python_arguments,
     scan,
     progress_bar,
+    arguments_changed_in_place,
     takes_words_in_time,
 ]
 
