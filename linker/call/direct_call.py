@@ -378,13 +378,14 @@ class ExactCall:
                 return NOT_EXACT
         if self._shared:
             return self._call_with_shared(args)
-        if self._wide:  # inline, as below: no frame between the call and its program
-            values = list(args)
-            for position in self._wide:
-                values[position] = host_words(values[position])
-            results = self._program(*values)
-        elif self._wide is not None:  # a program with x64 taking no 64-bit argument: nothing to turn into words
-            results = self._program(*args)
+        if self._wide is not None:  # inline, as below: no frame between the call and its program
+            if self._wide:
+                values = list(args)
+                for position in self._wide:
+                    values[position] = host_words(values[position])
+                results = self._program(*values)
+            else:  # no 64-bit argument: nothing to turn into words
+                results = self._program(*args)
         elif _CONFIG.jax_enable_x64 is self._x64:
             results = self._program(*args)
         else:
