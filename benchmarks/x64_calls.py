@@ -15,6 +15,13 @@ the same arguments on every call (a repeated call, issue #49: at most
 1.05), then a new copy of them on each call (a loop over data, each copy
 made before the timing). The table shows the median time of one call for
 each, and their ratios.
+
+A second table times JAX alone, no aejax code, for ``x * 2`` of a float64
+vector of 3: the program jitted with x64 called with x64 on, against the
+program taking the argument's words called with x64 off, given a new view
+of the argument each call (``x[..., None].view(uint32)``, as aejax's calls
+make; or ``x.view(uint32)``, one axis) or one view made once. It is the
+floor under the ratio above: what a call taking words costs in JAX itself.
 """
 
 from __future__ import annotations
@@ -30,11 +37,13 @@ from typing import Any
 import aesara
 import aesara.tensor as at
 import jax
+import jax.export
 import numpy as np
 from jax.experimental import enable_x64
 
 import aejax.linker  # noqa: F401 - registers the mode "AEJAX"
-from aejax.linker.call.precision import calls_before_words
+from aejax.adapters.words import WORD, program_value
+from aejax.linker.call.precision import calls_before_words, taking_words
 
 Workload = tuple[Callable[[], Any], tuple[Any, ...]]
 
@@ -116,6 +125,36 @@ def measured(workload: Callable[[], Workload], rounds: int, calls: int) -> dict[
     return {**medians, "ratio": medians["off"] / medians["on"], "ratio new": medians["off new"] / medians["on new"]}
 
 
+def jax_floor(rounds: int, calls: int) -> dict[str, float]:
+    """Microseconds per call of ``x * 2`` in JAX alone (module docstring): the x64-on call, and calls taking words."""
+    x = np.ones(3)
+    with enable_x64(True):
+        program = jax.jit(lambda v: (v * 2,))
+        program(x)
+        pairs = taking_words(program, [jax.ShapeDtypeStruct((3,), np.float64)])
+        flat = jax.jit(
+            jax.export.export(jax.jit(lambda w: program(program_value(w.reshape(3, 2), x.dtype))))(
+                jax.ShapeDtypeStruct((6,), WORD)
+            ).call
+        )
+    made_once = x[..., None].view(WORD)
+    cases: dict[str, Callable[[], Any]] = {
+        "x64 on": lambda: program(x),
+        "words, a new view": lambda: pairs(x[..., None].view(WORD)),
+        "words, a new flat view": lambda: flat(x.view(WORD)),
+        "words, one view": lambda: pairs(made_once),
+    }
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for name, call in cases.items():  # first calls: compiled
+        with enable_x64(name == "x64 on"):
+            call()
+    for _ in range(rounds):
+        for name, call in cases.items():
+            with enable_x64(name == "x64 on"):
+                times[name].append(per_call(call, [()] * calls))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -128,6 +167,11 @@ def main() -> None:
     print(f"{'workload':<20} {'x64 on (us)':>12} {'x64 off (us)':>13} {'off / on':>9} {'new arguments':>14}")
     for name, row in table.items():
         print(f"{name:<20} {row['on']:>12.2f} {row['off']:>13.2f} {row['ratio']:>9.3f} {row['ratio new']:>14.3f}")
+    floor = jax_floor(options.rounds, options.calls)
+    print(f"\nJAX alone, x * 2: {'case':<24} {'us':>7} {'/ x64 on':>9}")
+    for name, micros in floor.items():
+        print(f"{'':<18}{name:<24} {micros:>7.2f} {micros / floor['x64 on']:>9.3f}")
+    table["JAX alone"] = floor
     if options.save:
         with open(options.save, "w") as file:
             json.dump(table, file, indent=1)

@@ -4,7 +4,9 @@ JAX cannot raise from inside a jit program. A check whose condition depends
 on traced values (`CheckAndRaise`, e.g. aeppl's parameter checks) is turned
 into a *failure code* instead: ``-1`` while every check holds, else the
 number of the first check that failed in the program's own `CheckTable`,
-which maps numbers back to the exception class and message.
+which maps numbers back to the exception class and message, and to the node
+of the program's graph the check is filed under (`filed_under`), which the
+call's error names.
 
 Codes travel as values. `require` folds its check into the code of the
 innermost scope (`code_of`): the trace context's ``code``, an immutable value
@@ -37,6 +39,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -46,6 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import ClosedJaxpr, Jaxpr
 
+from aejax.linker.errors import mark_raised_by
 from aejax.linker.trace_context import CHECKED, SHAPES_ONLY, WARN, current, entered, folding
 
 PASSED = -1
@@ -53,26 +57,39 @@ PASSED = -1
 
 
 class CheckTable:
-    """The exception class and message of every check a program may raise, by number: one table a program."""
+    """The exception class and message of every check a program may raise, and the node it is filed under, by
+    number: one table a program."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._numbers: dict[tuple[type, str], int] = {}
+        self._numbers: dict[tuple[type, str, Any], int] = {}
         self._checks: list[tuple[type, str]] = []
+        self._nodes: list[Any] = []
 
-    def number(self, exc_type: type, message: str) -> int:
-        """The number of the check that raises ``exc_type(message)``, a new one if it has none yet."""
+    def extend(self, entries: Iterable[tuple[type, str]]) -> None:
+        """Number ``entries`` (those of a saved program's table, `entries`) in order, filed under no node."""
         with self._lock:
-            key = (exc_type, message)
+            for exc_type, message in entries:
+                self._numbers.setdefault((exc_type, message, None), len(self._checks))
+                self._checks.append((exc_type, message))
+                self._nodes.append(None)
+
+    def number(self, exc_type: type, message: str, node: Any = None) -> int:
+        """The number of the check of ``node`` that raises ``exc_type(message)``, a new one if it has none yet."""
+        with self._lock:
+            key = (exc_type, message, node)
             if key not in self._numbers:
                 self._numbers[key] = len(self._checks)
-                self._checks.append(key)
+                self._checks.append((exc_type, message))
+                self._nodes.append(node)
             return self._numbers[key]
 
     def exception(self, number: int) -> BaseException:
-        """The exception of the check numbered ``number``, as its Op raises it."""
+        """The exception of the check numbered ``number``, as its Op raises it, marked with its node
+        (`aejax.linker.errors.raised_by`) where it has one."""
         exc_type, message = self._checks[number]
-        return exc_type(message)
+        node = self._nodes[number]
+        return exc_type(message) if node is None else mark_raised_by(exc_type(message), node)
 
     def entries(self) -> list[tuple[type, str]]:
         """Every check numbered so far, at the index of its number."""
@@ -97,8 +114,19 @@ def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
             stacklevel=2,
         )
         return
-    number = context.table.number(exc_type, message)
+    number = context.table.number(exc_type, message, context.node)
     fold(jnp.where(jnp.all(condition), PASSED, number).astype("int32"))
+
+
+@contextmanager
+def filed_under(node: Any) -> Iterator[None]:
+    """A block lowering ``node``, whose checks are filed under it, unless it lies in the lowering of another node
+    (a Scan's step): the node of the program's own graph that Aesara would name."""
+    if current().node is not None:
+        yield
+        return
+    with entered(node=node):
+        yield
 
 
 def checking() -> bool:

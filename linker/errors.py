@@ -7,8 +7,10 @@ re-creates the exception with extra text) works with them.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, NamedTuple
 
 import aesara
 import jax
@@ -88,6 +90,46 @@ class IndexOutOfBoundsError(InvalidValueError, IndexError):
 
 class AllocationError(InvalidValueError, MemoryError):
     """A value would need more memory than there is (e.g. a Scan's traces for its ``n_steps``)."""
+
+
+class NotKept:
+    """An input value of a node that was computed inside a JAX program and left it with no copy."""
+
+    def __repr__(self) -> str:
+        return "(computed inside the JAX program)"
+
+
+NOT_KEPT = NotKept()
+
+
+class RaisedBy(NamedTuple):
+    """The node whose check or ``perform`` raised an exception, and its input values where they are known.
+
+    Aesara's ``raise_with_op`` names such a node and shows its inputs; a
+    program's error names the node as Aesara's backends do, not the program.
+    """
+
+    node: Any
+    inputs: Sequence[Any] | None
+    """What ``perform`` was given on the host; ``None`` for a check inside a program, whose inputs stayed there."""
+
+    def thunk(self, program_inputs: Mapping[Any, Any]) -> Any:
+        """What ``raise_with_op`` reads of a thunk (its input cells): the values the node was given, or those of
+        ``program_inputs`` (by variable) among its inputs and `NOT_KEPT` for the others."""
+        if self.inputs is not None:
+            return SimpleNamespace(inputs=[[value] for value in self.inputs])
+        return SimpleNamespace(inputs=[[program_inputs.get(var, NOT_KEPT)] for var in self.node.inputs])
+
+
+def mark_raised_by(error: BaseException, node: Any, inputs: Sequence[Any] | None = None) -> BaseException:
+    """``error``, marked as raised by ``node`` (given ``inputs`` on the host, if it was): see `raised_by`."""
+    error._aejax_raised_by = RaisedBy(node, None if inputs is None else list(inputs))  # type: ignore[attr-defined]
+    return error
+
+
+def raised_by(error: BaseException) -> RaisedBy | None:
+    """The node whose check or ``perform`` raised ``error``, if it was marked (`mark_raised_by`)."""
+    return getattr(error, "_aejax_raised_by", None)
 
 
 _REBUILDABLE: dict[type, type] = {}

@@ -4,11 +4,12 @@ What a lowering may ask of the trace it runs in lives in one `TraceContext`:
 the values of the call the program is traced for (which nodes read where they
 need an input concrete), the graph's values computed so far and the intervals
 that traced values lie within (for bounds), whether the program can make
-inputs static, how many loop bodies deep the code is, what a check met does
-and the failure code of the checks met so far in the innermost scope that
-folds one. A block changes it with `entered`: the block runs in a copy with
-some fields replaced, and the context before it is back after it; `folding`
-replaces the code of the innermost block that opened a scope for one. No field holds a mutable
+inputs static, how many loop bodies deep the code is, what a check met does,
+the failure code of the checks met so far in the innermost scope that folds
+one, and the node of the program's graph being lowered. A block changes it
+with `entered`: the block runs in a copy with some fields replaced, and the
+context before it is back after it; `folding` replaces the code of the
+innermost block that opened a scope for one. No field holds a mutable
 object: what tracing finds leaves it as a value.
 
 The context is a `ContextVar`'s value, so each thread traces in its own:
@@ -50,6 +51,8 @@ class TraceContext:
     """The failure code of the checks met so far in the innermost scope (`aejax.linker.checks.code_of`); ``None``: none."""
     table: Any = None
     """The `aejax.linker.checks.CheckTable` that numbers the checks of the program being traced."""
+    node: Any = None
+    """The node of the program's graph being lowered (a Scan's, while its step is); its checks are filed under it."""
 
 
 OUTSIDE = TraceContext()

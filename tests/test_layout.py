@@ -11,7 +11,7 @@ LEAVES = {"errors", "checks", "graph", "trace_context"}
 
 MAY_IMPORT = {
     "errors": set(),
-    "checks": {"trace_context"},
+    "checks": {"errors", "trace_context"},
     "trace_context": set(),
     "graph": set(),
     "mesh": set(),

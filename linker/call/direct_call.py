@@ -30,7 +30,6 @@ from typing import Any, NamedTuple, NoReturn
 import jax
 import numpy as np
 from aesara.compile.function.types import Function
-from aesara.link.utils import raise_with_op
 from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from aesara.tensor.type import TensorType
 from jax.experimental import enable_x64
@@ -38,9 +37,15 @@ from jax.experimental import enable_x64
 from aejax.adapters import HeldKey, held_key_reader
 from aejax.adapters.resident import ResidentStorage
 from aejax.adapters.words import WORD, host_words, word_count
-from aejax.linker.call.linker import BoundaryValue, HostCall, KeyBoundaryValue, held_value, thunk_node
+from aejax.linker.call.linker import (
+    BoundaryValue,
+    HostCall,
+    KeyBoundaryValue,
+    held_value,
+    raise_failure,
+    thunk_node,
+)
 from aejax.linker.call.precision import calls_before_words, running_in, takes_words, taking_words
-from aejax.linker.errors import rebuildable
 from aejax.linker.program.packing import unpacked
 from aejax.linker.program.static_inputs import Shortcut
 from aejax.linker.trace.host_failures import raised_on_host
@@ -184,18 +189,13 @@ class DirectCall:
 
         Aesara's `Function` holds the filtered arguments in its input storage
         while its thunk runs, and a failure of the thunk is re-raised with the
-        node Aesara files it under and the values of that storage
-        (`raise_with_op`): so here, without running the program a second time.
+        node at fault and the values of that storage (`raise_failure`): so
+        here, without running the program a second time.
         """
         error = program_error()
         for container, filter, arg in zip(self.explicit, self._filters, args):
             container.storage[0] = filter(arg)
-        kept = rebuildable(error)  # as the thunk keeps it (`JAXCodecLinker.create_jitable_thunk`)
-        if kept is not error:
-            kept.__cause__ = error
-        if self._node is None:
-            raise kept
-        raise_with_op(self._fgraph, self._node, self._thunk, (type(kept), kept, error.__traceback__))
+        raise_failure(error, self._fgraph, self._node, self._thunk, self.call.program)
 
     @staticmethod
     def argument_filter(container: Any, cell: BoundaryValue) -> Callable[[Any], Any]:

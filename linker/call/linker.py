@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +31,7 @@ import numpy as np
 from aesara.compile.ops import DeepCopyOp, ViewOp
 from aesara.graph.basic import Apply, Constant, Variable
 from aesara.link.basic import JITLinker
+from aesara.link.utils import raise_with_op
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
@@ -42,7 +43,7 @@ from aejax.linker.call.copies import warn_of_copied_updates
 from aejax.linker.call.identity import graph_identity
 from aejax.linker.call.precision import program_x64, running_in
 from aejax.linker.dispatch import jax_funcify
-from aejax.linker.errors import InputValueError, LoweringError, rebuildable, variable_name
+from aejax.linker.errors import InputValueError, LoweringError, raised_by, rebuildable, variable_name
 from aejax.linker.program.saved_programs import ProgramStore, SavedAs
 from aejax.linker.program.segments import GraphProgram
 from aejax.linker.program.watched import WatchedProgram
@@ -345,6 +346,26 @@ def resident_updates(fgraph: Any, storage_map: Mapping[Variable, list[Any]]) -> 
     )
 
 
+def raise_failure(error: BaseException, fgraph: Any, node: Apply | None, thunk: Any, program: Any) -> NoReturn:
+    """Raise ``error``, which running ``program`` (the thunk ``thunk`` of ``fgraph``'s ``node``) raised, as Aesara
+    raises a failed thunk's: with the node at fault and its input values (`raise_with_op`).
+
+    That node is the one whose check or ``perform`` raised, if the error
+    says which (`aejax.linker.errors.raised_by`) and it is one of
+    ``fgraph``'s own, else ``node``. The error keeps its type and message
+    (`rebuildable`): Aesara re-creates it with more text.
+    """
+    kept = rebuildable(error)
+    if kept is not error:
+        kept.__cause__ = error
+    raiser = raised_by(error)
+    if raiser is not None and raiser.node in fgraph.apply_nodes:
+        node, thunk = raiser.node, raiser.thunk({cell.variable: cell.storage[0] for cell in program.input_cells})
+    if node is None:
+        raise kept
+    raise_with_op(fgraph, node, thunk, (type(kept), kept, error.__traceback__))
+
+
 def thunk_node(fgraph: Any) -> Apply | None:
     """The node Aesara files the thunk of ``fgraph``'s program under (named by its errors): its first output's."""
     return next((var.owner for var in fgraph.outputs if var.owner is not None), None)
@@ -449,14 +470,14 @@ class JAXCodecLinker(JITLinker):
             (out, storage_map[self.fgraph.inputs[mapping[out]]]) for out in resident_updates(self.fgraph, storage_map)
         ]
 
+        failure: list[BaseException | None] = [None]
+
         def thunk() -> None:
             try:
                 results = call([held_value(cell) for cell in inputs])
-            except Exception as error:
-                kept = rebuildable(error)  # Aesara re-creates the error with more text: keep its type and message
-                if kept is error:
-                    raise
-                raise kept from error
+            except Exception as error:  # raised after Aesara's loop over its thunks, naming the node at fault
+                failure[0] = error
+                return
             for out, storage in held:  # at once: the old value may be donated, and Aesara's update reads the storage
                 storage.hold(results[out])
             for (storage, computed), value in zip(outputs, results):
@@ -466,8 +487,31 @@ class JAXCodecLinker(JITLinker):
         thunk.inputs = [cell.storage for cell in program.input_cells]  # type: ignore[attr-defined]
         thunk.outputs = [cell.storage for cell in program.output_cells]  # type: ignore[attr-defined]
         thunk.lazy = False  # type: ignore[attr-defined]
+        thunk.failure = failure  # type: ignore[attr-defined]
         node = thunk_node(self.fgraph)
         return [thunk], [] if node is None else [node], program
+
+    def make_all(self, input_storage: Any = None, output_storage: Any = None, storage_map: Any = None) -> Any:
+        """Aesara's `JITLinker.make_all`, its function raising a failed program's error as `raise_failure` does.
+
+        Aesara's loop over thunks would file any error under the one node it
+        gives the thunk: so the thunk keeps its error, and the function
+        raises it once the loop has returned.
+        """
+        fn, *made = super().make_all(input_storage, output_storage, storage_map)
+        thunks, nodes = made[2], made[3]
+        if not nodes:
+            return (fn, *made)
+        (thunk,), (node,), fgraph = thunks, nodes, self.fgraph
+
+        def run() -> None:
+            fn()
+            error, thunk.failure[0] = thunk.failure[0], None
+            if error is not None:
+                raise_failure(error, fgraph, node, thunk, fn.jit_fn)
+
+        run.jit_fn, run.allow_gc, run.storage_map = fn.jit_fn, fn.allow_gc, fn.storage_map  # type: ignore[attr-defined]
+        return (run, *made)
 
 
 class JAXDeviceLinker(JAXCodecLinker):

@@ -37,10 +37,11 @@ from aesara.tensor.type import DenseTensorType
 from jax.experimental import io_callback
 
 from aejax.adapters.words import WORD, host_words, host_words_value, program_value, program_words, word_count
-from aejax.linker.errors import LoweringError, caller_stacklevel, variable_name
+from aejax.linker.errors import LoweringError, caller_stacklevel, mark_raised_by, variable_name
 from aejax.linker.trace.folding import fold, host_value, is_numeric, perform
 from aejax.linker.trace.host_failures import UnknownShapesError, host_object_error, host_objects, recorded
 from aejax.linker.trace.lowering import lookup
+from aejax.linker.trace_context import current
 
 _NO_PERFORM = {cls.perform for cls in (Op, _NoPythonOp, _NoPythonCOp, _NoPythonExternalCOp)}
 
@@ -153,6 +154,7 @@ def perform_callback(
                 )
 
         fixed = [None if i in staged else arg for i, arg in enumerate(args)]
+        graph_node = current().node  # a Scan's, when ``node`` is in its step: the node Aesara names
 
         def on_host(*staged_values: Any) -> tuple[np.ndarray, ...]:
             values = list(fixed)
@@ -163,11 +165,18 @@ def perform_callback(
                     converters[i](np.asarray(v)) if i in converters else host_value(v, var)
                     for i, (v, var) in enumerate(zip(values, node.inputs))
                 ]
+            except Exception as error:
+                raise recorded(error) from error
+            try:
                 results = perform(node, inputs)
                 return tuple(
                     _host_output(node, i, results[i], shape, dtype) for i, shape, dtype in zip(selected, shapes, dtypes)
                 )
             except Exception as error:
+                if graph_node in (None, node):
+                    mark_raised_by(error, node, inputs)
+                else:
+                    mark_raised_by(error, graph_node)
                 raise recorded(error) from error
 
         entering = [Crossing.of(args[i].dtype) for i in staged]

@@ -29,7 +29,7 @@ from aesara.graph.basic import Apply, Constant, Variable
 from aesara.graph.op import Op, _NoPythonOp
 from aesara.link.c.op import COp, _NoPythonCOp, _NoPythonExternalCOp
 
-from aejax.linker.errors import caller_stacklevel
+from aejax.linker.errors import caller_stacklevel, mark_raised_by
 from aejax.linker.trace.folding import host_value, is_numeric, perform
 from aejax.linker.trace.host_failures import host_objects
 
@@ -112,7 +112,12 @@ class HostNode:
         """The outputs for the values of ``inputs`` (the node's inputs but its constants)."""
         given = dict(zip(self.inputs, values))
         args = [self._argument(var, given) for var in self.node.inputs]
-        computed = dict(zip(self.node.outputs, self._run_thunk(args) if self._thunk else perform(self.node, args)))
+        try:
+            results = self._run_thunk(args) if self._thunk else perform(self.node, args)
+        except Exception as error:
+            mark_raised_by(error, self.node, args)
+            raise
+        computed = dict(zip(self.node.outputs, results))
         return tuple(computed[var] for var in self.outputs)
 
     @staticmethod

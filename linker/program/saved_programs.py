@@ -235,8 +235,7 @@ class ProgramStore:
             return None
         if checks is None:
             return jitted
-        for exc_type, message in checks:
-            table.number(exc_type, message)
+        table.extend(checks)
         return CheckedProgram(jitted, table)
 
     def exporting(

@@ -7,7 +7,10 @@ JAX reports any such failure as a `jax.errors.JaxRuntimeError` whose message
 holds the traceback text. The callback records the exception under a number written
 into that text (`recorded`), and the caller raises the recorded exception
 instead of JAX's (`raised_on_host`), so ``pytest.raises(ValueError)`` and
-``except ValueError`` see what the reference backend raises.
+``except ValueError`` see what the reference backend raises. An exception
+raised by a node's ``perform``, in a callback or between two programs,
+carries that node and its input values (`aejax.linker.errors.raised_by`), so
+that the call's error names the node as Aesara's does, not the program's.
 
 Values that stay on the host (a `Generic` Python object, whose codec says
 so: `aejax.adapters.stays_on_host`) never enter a program: `host_objects`
@@ -21,6 +24,7 @@ instead, where its ``perform`` computes them.
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 import threading
 from collections import OrderedDict
@@ -34,6 +38,9 @@ _KEPT = 64
 """How many recorded exceptions are kept: a failure whose program error is never
 read (a call retried by another path) is dropped once this many came after it."""
 
+JAX_CALLBACK_LOGGER = "jax._src.callback"
+"""The logger JAX reports a failed callback to."""
+
 _MARKER = "aejax host failure #{}"
 _MARKED = re.compile(r"aejax host failure #(\d+)")
 
@@ -46,8 +53,28 @@ class HostFailure(RuntimeError):
     """What a host callback raises in place of an exception it recorded; its message names the record."""
 
 
+class _UnloggedHostFailures(logging.Filter):
+    """Drops JAX's log record of a callback that failed with a `HostFailure`: the caller gets the error itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], HostFailure))
+
+
+_UNLOGGED = _UnloggedHostFailures()
+
+
 def recorded(error: BaseException) -> HostFailure:
-    """Record ``error``, raised on the host inside a callback, and return the exception to raise there instead."""
+    """Record ``error``, raised on the host inside a callback, and return the exception to raise there instead.
+
+    JAX logs a failed callback's exception as an error with its traceback
+    (its logger ``jax._src.callback``), on every failing call: the record
+    of a `HostFailure` is dropped from that logger (`_UnloggedHostFailures`,
+    added at the first failure), since the caller is handed the error as
+    the reference backend raises it.
+    """
+    logger = logging.getLogger(JAX_CALLBACK_LOGGER)
+    if _UNLOGGED not in logger.filters:
+        logger.addFilter(_UNLOGGED)
     number = next(_numbers)
     with _lock:
         _recorded[number] = error

@@ -19,7 +19,7 @@ from typing import Any
 
 from aesara.graph.basic import Apply
 
-from aejax.linker.checks import code_of, fold
+from aejax.linker.checks import code_of, filed_under, fold
 from aejax.linker.errors import LoweringError
 from aejax.linker.lengths.bounds import BoundsNeeded
 from aejax.linker.lengths.ragged import NeedsSplit
@@ -88,7 +88,8 @@ def attempt(
     the code of `Outputs`, never into a code around the node.
     """
     try:
-        values, code = code_of(lambda: tuple(compute()))
+        with filed_under(node):
+            values, code = code_of(lambda: tuple(compute()))
         return Outputs(values, code)
     except Exception as error:  # the one place a lowering's exception becomes a value (module docstring)
         return _described(node, failure(error))

@@ -7,6 +7,7 @@ with Aesara's reference backend.
 """
 
 import gc
+import logging
 import warnings
 
 import aesara
@@ -27,7 +28,7 @@ from aesara.tensor.subtensor import Subtensor
 from scipy import special, stats
 
 import aejax.linker
-from aejax.linker import CallbackWarning, LoweringError, jaxify
+from aejax.linker import CallbackWarning, HostNodeWarning, LoweringError, jaxify
 from tests.python_ops import NoShape
 from tests.reference import REFERENCE, assert_matches_reference, compile_both
 
@@ -304,6 +305,25 @@ def test_exception_raised_by_perform_reaches_the_caller_as_it_was(in_loop):
     np.testing.assert_allclose(ours(np.array([3.0]))[0], np.log([3.0]))
 
 
+def test_a_failing_perform_is_not_also_logged_by_jax_as_an_error(caplog):
+    """JAX logs a failed callback with its traceback; the caller gets the Op's error, as from the reference, and no
+    log of it. A callback of the user's own that fails is logged by JAX as before."""
+    x = at.dvector("x")
+    ours = aesara.function([x], CheckedLog()(x), mode=aejax.linker.mode)
+    with pytest.warns(CallbackWarning):
+        ours(np.ones(2))
+    with caplog.at_level(logging.ERROR, logger="jax"), pytest.raises(ValueError, match="log needs positive values"):
+        ours(-np.ones(2))
+    assert not caplog.records
+
+    def refuses(v):
+        raise ValueError("refused")
+
+    with caplog.at_level(logging.ERROR, logger="jax"), pytest.raises(Exception, match="refused"):
+        jax.pure_callback(refuses, jax.ShapeDtypeStruct((), np.float32), np.float32(1)).block_until_ready()
+    assert [record.getMessage() for record in caplog.records] == ["jax.pure_callback failed"]
+
+
 @pytest.mark.parametrize("in_loop", [False, True], ids=["graph", "scan step"])
 def test_a_check_in_perform_raises_though_its_outputs_hold_no_element(in_loop):
     """XLA drops a pure callback whose results are empty: the Op's ``perform`` must run all the same, and raise for
@@ -316,9 +336,40 @@ def test_a_check_in_perform_raises_though_its_outputs_hold_no_element(in_loop):
     reference, ours = compile_both([x], out)
     with pytest.warns(CallbackWarning):
         np.testing.assert_array_equal(ours(np.array([1.0, 2.0])), reference(np.array([1.0, 2.0])))
+    named = []
     for f in (reference, ours, ours):  # the second call of ours takes the path of a warm function
-        with pytest.raises(ValueError, match="x must be positive, got -2.0"):
+        with pytest.raises(ValueError, match="x must be positive, got -2.0") as info:
             f(np.array([1.0, -2.0, 3.0]))
+        named.append(str(info.value).split("Apply node that caused the error: ")[-1].splitlines()[:6])
+    if in_loop:  # the Scan, whose inputs stayed in the program; the reference names it last, after its step's node
+        assert named[1][0] == named[2][0] and named[1][0].startswith("for{cpu,scan_fn}(")
+        assert named[0][0].startswith("for{cpu,scan_fn}(")
+    else:  # the node, with the values its perform was given, as the reference names it
+        assert named[1] == named[2] == named[0]
+        assert named[0][0] == "CheckedNothing(x)" and named[0][5] == "Inputs values: [array([ 1., -2.,  3.])]"
+
+
+class CheckedNoShape(NoShape):
+    """`NoShape` (it runs on the host between two programs) refusing a negative entry, as an Op checks its inputs."""
+
+    def perform(self, node, inputs, outputs):
+        if np.any(inputs[0] < 0):
+            raise ValueError("x must not be negative")
+        super().perform(node, inputs, outputs)
+
+
+def test_a_node_between_programs_that_raises_is_named_as_the_reference_names_it():
+    x = at.dvector("x")
+    reference, ours = compile_both([x], CheckedNoShape()(x * 2).sum() + 1)
+    with pytest.warns(HostNodeWarning):
+        np.testing.assert_allclose(ours(np.ones(2)), reference(np.ones(2)))
+    named = []
+    for f in (reference, ours, ours):
+        with pytest.raises(ValueError, match="x must not be negative") as info:
+            f(np.array([1.0, -2.0]))
+        named.append(str(info.value).split("Apply node that caused the error: ")[1].splitlines())
+    assert named[0][0] == named[1][0] == named[2][0] and named[0][0].startswith("CheckedNoShape(")
+    assert named[1][5] == named[2][5] == named[0][5] == "Inputs values: [array([ 2., -4.])]"
 
 
 def _neighbours() -> object:

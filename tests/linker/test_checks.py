@@ -10,7 +10,8 @@ from aesara.raise_op import Assert, CheckAndRaise
 from aesara.scan.utils import until
 
 import aejax.linker
-from aejax.linker.checks import CheckedProgram
+from aejax.linker.checks import CheckedProgram, CheckTable
+from aejax.linker.errors import raised_by
 from tests.counting import Halve
 
 
@@ -198,3 +199,59 @@ def test_each_program_numbers_its_own_checks():
     assert program.checks.entries() == [(SmallStepError, "step must be at least 0.5")]
     with pytest.raises(SmallStepError, match="at least 0.5"):
         second(np.full(2, 0.1))
+
+
+def _node_named(error: BaseException) -> str:
+    """The node Aesara's error annotation (`raise_with_op`) names: the text after "Apply node that caused the error"."""
+    return str(error).split("Apply node that caused the error: ")[1].splitlines()[0]
+
+
+@pytest.mark.parametrize("calls", [1, 2], ids=["first call", "warm call"])
+def test_a_failed_check_names_its_node_as_the_reference_does(calls):
+    """The error names the checking node with its input values, not the node the program's output comes from."""
+    x = at.dvector("x")
+    checked = Assert("x must be positive")(x, at.all(x > 0))
+    errors = []
+    for f in _compile_both([x], (checked * 2).sum() + x.mean()):
+        for _ in range(calls - 1):
+            f(np.ones(3))
+        with pytest.raises(AssertionError, match="x must be positive") as info:
+            f(np.array([1.0, -2.0, 3.0]))
+        errors.append(info.value)
+    reference, ours = map(str, errors)
+    assert _node_named(errors[1]) == _node_named(errors[0]) == "Assert{msg=x must be positive}(x, All.0)"
+    assert "Inputs values: [array([ 1., -2.,  3.]), " in ours  # the argument; the condition stayed in the program
+    assert "(computed inside the JAX program)" in ours and "(computed inside" not in reference
+
+
+def test_a_failed_check_in_a_loop_step_names_the_loop_as_the_reference_does():
+    xs = at.dvector("xs")
+    ys, _ = aesara.scan(lambda x, acc: acc + _positive(x), sequences=[xs], outputs_info=[at.as_tensor(np.float64(0.0))])
+    errors = []
+    for f in _compile_both([xs], ys[-1] * 2):
+        with pytest.raises(NegativeScaleError) as info:
+            f(np.array([1.0, -2.0, 3.0]))
+        errors.append(info.value)
+    assert _node_named(errors[1]).startswith("for{cpu,scan_fn}(")
+    assert str(errors[0]).split("Apply node that caused the error: ")[-1].startswith("for{cpu,scan_fn}(")
+
+
+def test_two_checks_with_one_message_are_numbered_apart_and_a_saved_table_keeps_both():
+    """Checks are filed under their nodes; a saved program's table (pairs, no nodes) is read back number for number."""
+    x = at.dvector("x")
+    reference, f = _compile_both([x], _positive(x) * 2 + _positive(x - 1).sum())
+    f(np.full(2, 3.0))
+    (program,) = f.vm.jit_fn.segments[0].program.programs.values()
+    entries = program.checks.entries()
+    assert entries == [(NegativeScaleError, "scale must be positive")] * 2
+    loaded = CheckTable()
+    loaded.extend(entries)
+    assert loaded.entries() == entries
+    assert isinstance(loaded.exception(1), NegativeScaleError) and raised_by(loaded.exception(1)) is None
+    named = []
+    for function in (reference, f):
+        with pytest.raises(NegativeScaleError) as info:
+            function(np.full(2, 0.5))  # the second check fails
+        named.append(_node_named(info.value))
+    for name in named:  # the check of ``x - 1`` (rewritten ``x + -1`` by the reference's rewrites), not of ``x``
+        assert name.startswith("CheckAndRaise{") and name.endswith("_inplace}.0, All.0)")
