@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import aesara
 import jax
 import numpy as np
+from aesara.graph.basic import Apply
 
 
 def variable_name(var: Any) -> str:
@@ -93,7 +94,7 @@ class AllocationError(InvalidValueError, MemoryError):
 
 
 class NotKept:
-    """An input value of a node that was computed inside a JAX program and left it with no copy."""
+    """Stands for an input value of a node that stayed inside the JAX program: no copy of it left the program."""
 
     def __repr__(self) -> str:
         return "(computed inside the JAX program)"
@@ -109,7 +110,7 @@ class RaisedBy(NamedTuple):
     program's error names the node as Aesara's backends do, not the program.
     """
 
-    node: Any
+    node: Apply
     inputs: Sequence[Any] | None
     """What ``perform`` was given on the host; ``None`` for a check inside a program, whose inputs stayed there."""
 
@@ -121,7 +122,7 @@ class RaisedBy(NamedTuple):
         return SimpleNamespace(inputs=[[program_inputs.get(var, NOT_KEPT)] for var in self.node.inputs])
 
 
-def mark_raised_by(error: BaseException, node: Any, inputs: Sequence[Any] | None = None) -> BaseException:
+def mark_raised_by(error: BaseException, node: Apply, inputs: Sequence[Any] | None = None) -> BaseException:
     """``error``, marked as raised by ``node`` (given ``inputs`` on the host, if it was): see `raised_by`."""
     error._aejax_raised_by = RaisedBy(node, None if inputs is None else list(inputs))  # type: ignore[attr-defined]
     return error
