@@ -66,13 +66,14 @@ class CheckTable:
         self._checks: list[tuple[type, str]] = []
         self._nodes: list[Any] = []
 
-    def extend(self, entries: Iterable[tuple[type, str]]) -> None:
-        """Number ``entries`` (those of a saved program's table, `entries`) in order, filed under no node."""
+    def extend(self, filed: Iterable[tuple[type, str, Any]]) -> None:
+        """Number the checks of a saved program's table in order: the class, message and node of each (`entries`,
+        `nodes`; a node ``None`` where the saved one is not known)."""
         with self._lock:
-            for exc_type, message in entries:
-                self._numbers.setdefault((exc_type, message, None), len(self._checks))
+            for exc_type, message, node in filed:
+                self._numbers.setdefault((exc_type, message, node), len(self._checks))
                 self._checks.append((exc_type, message))
-                self._nodes.append(None)
+                self._nodes.append(node)
 
     def number(self, exc_type: type, message: str, node: Any = None) -> int:
         """The number of the check of ``node`` that raises ``exc_type(message)``, a new one if it has none yet."""
@@ -95,6 +96,11 @@ class CheckTable:
         """Every check numbered so far, at the index of its number."""
         with self._lock:
             return list(self._checks)
+
+    def nodes(self) -> list[Any]:
+        """The node each check numbered so far is filed under (``None``: none), at the index of its number."""
+        with self._lock:
+            return list(self._nodes)
 
 
 def require(condition: Any, exc_type: type, message: str, where: Any) -> None:

@@ -16,8 +16,8 @@ its arguments' dtypes and placement) and everything else it depends on
 
 An entry is data, never code: `MAGIC`, its signature (an HMAC of the rest
 under this user's key, `aejax.linker.program.signing`), a JSON header (the
-format, the entry's full key, the checks' exception classes by name) and the
-export's bytes; the hint of what tracing found out
+format, the entry's full key, the checks' exception classes by name, with the
+position and text of each check's node in the graph) and the export's bytes; the hint of what tracing found out
 (`ProgramStore.discovered`) has no payload. An entry is checked when it is
 loaded, before the call it was loaded for: its signature and key, then JAX
 deserializes the export, and traces, lowers (reading its StableHLO) and
@@ -61,6 +61,7 @@ import jax.export
 import jaxlib
 import jaxlib.lapack
 import numpy as np
+from aesara.graph.basic import Apply
 from aesara.graph.fg import FunctionGraph
 from aesara.scan.op import Scan
 
@@ -69,7 +70,7 @@ from aejax.linker.checks import CheckedProgram, CheckTable
 from aejax.linker.program.persistent_cache import SWITCH, cache_directory, use_persistent_cache
 from aejax.linker.program.signing import signature, signed_by, store_key
 
-FORMAT = 5
+FORMAT = 6
 """The version of the entries' layout; an entry of another version is a miss."""
 
 MAGIC = b"aejax program store\n"
@@ -155,8 +156,10 @@ _entry_locks_lock = threading.Lock()
 class ProgramStore:
     """The saved programs of one graph (its ``identity``), signed with ``key``; see the module docstring."""
 
-    def __init__(self, identity: str, directory: Path, key: bytes) -> None:
+    def __init__(self, identity: str, directory: Path, key: bytes, nodes: Sequence[Apply] = ()) -> None:
         self.directory = directory
+        self.nodes = tuple(nodes)
+        """The graph's nodes in order (``fgraph.toposort()``): a saved check names its node by its position here."""
         self._key = key
         self._identity = _digest(FORMAT, installation(), identity)
         self._exporting: weakref.WeakValueDictionary[str, ExportingProgram] = weakref.WeakValueDictionary()
@@ -177,7 +180,7 @@ class ProgramStore:
         if identity is None:
             return None
         use_persistent_cache()  # first: it changes a JAX setting the key holds
-        return cls(identity, cache_directory().parent / SUBDIRECTORY, key)
+        return cls(identity, cache_directory().parent / SUBDIRECTORY, key, fgraph.toposort())
 
     def discovered(self) -> tuple[Discovered, dict[int, str]] | None:
         """What tracing found out about this graph in the process that saved a program of it.
@@ -247,13 +250,15 @@ class ProgramStore:
         return exporting.jitted
 
     def save(
-        self, entry: str, args: Sequence[Any], discovered: Discovered, checks: list[Any] | None, shape_nodes: dict
+        self, entry: str, args: Sequence[Any], discovered: Discovered, checks: CheckTable | None, shape_nodes: dict
     ) -> None:
         """Save the export of the program of ``entry`` (just called with ``args``), and what tracing found out.
 
         ``checks`` numbers the checks a program with checks names by its
-        failure code (its `aejax.linker.checks.CheckTable`'s entries): another
-        process numbers them anew; ``None`` for a program without checks.
+        failure code (its `aejax.linker.checks.CheckTable`): another process
+        numbers them anew, each with the position of its node among `nodes`
+        and the node's text, so that its error names the node; ``None`` for
+        a program without checks.
         """
         exported = getattr(self._exporting.pop(entry, None), "exported", None)
         if not fits(exported, args) or exported.nr_devices != 1:
@@ -262,13 +267,29 @@ class ProgramStore:
             payload = bytes(exported.serialize())
         except Exception:  # noqa: BLE001 - outputs of a structure JAX cannot serialize: compiled again next time
             return
-        names = None if checks is None else [[f"{t.__module__}:{t.__qualname__}", message] for t, message in checks]
-        self._write(entry, ".exported", {"checks": names}, payload)
+        self._write(entry, ".exported", {"checks": None if checks is None else self._saved_checks(checks)}, payload)
         hint = {"static_positions": list(discovered.static_positions), "shape_nodes": shape_nodes}
         self._write(self._hint_key(), ".discovered", hint, b"")
         self._unusable.discard(entry)
 
-    def _load(self, entry: str, args: Sequence[Any]) -> tuple[Any, list[tuple[type, str]] | None] | None:
+    def _saved_checks(self, checks: CheckTable) -> list[list[Any]]:
+        """Each check of ``checks``: its exception class by name, its message, its node's position and text."""
+        positions = {node: position for position, node in enumerate(self.nodes)}
+        saved = []
+        for (exc_type, message), node in zip(checks.entries(), checks.nodes()):
+            position = positions.get(node)
+            text = None if position is None else str(node)
+            saved.append([f"{exc_type.__module__}:{exc_type.__qualname__}", message, position, text])
+        return saved
+
+    def _check_node(self, position: Any, text: Any) -> Apply | None:
+        """The node a saved check names by its ``position`` among `nodes`, if the node there has the saved ``text``."""
+        if not isinstance(position, int) or not 0 <= position < len(self.nodes):
+            return None
+        node = self.nodes[position]
+        return node if str(node) == text else None
+
+    def _load(self, entry: str, args: Sequence[Any]) -> tuple[Any, list[tuple[type, str, Apply | None]] | None] | None:
         """The export saved under ``entry`` and its checks, or ``None``: missing, damaged, not for ``args`` on one
         device, or its checks unknown here."""
         found = self._read(entry, ".exported")
@@ -278,7 +299,10 @@ class ProgramStore:
         checks = header.get("checks")
         try:
             if checks is not None:
-                checks = [(_exception_type(name), str(message)) for name, message in checks]
+                checks = [
+                    (_exception_type(name), str(message), self._check_node(position, text))
+                    for name, message, position, text in checks
+                ]
             exported = jax.export.deserialize(bytearray(payload))
         except Exception:  # noqa: BLE001 - an unknown exception type, or bytes JAX cannot read: a miss
             self._unusable.add(entry)

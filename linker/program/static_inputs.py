@@ -341,7 +341,7 @@ class StaticInputProgram:
         outputs = _first_call(program, args) if self.donated else program(*args)
         store, seconds = self._store, time.perf_counter() - new.started
         if new.entry is not None and store.worth_saving(new.entry, seconds):
-            checks = program.checks.entries() if isinstance(program, CheckedProgram) else None
+            checks = program.checks if isinstance(program, CheckedProgram) else None
             store.save(new.entry, args, self._discovered, checks, dict(self._shape_nodes))
         return outputs
 

@@ -237,17 +237,22 @@ def test_a_failed_check_in_a_loop_step_names_the_loop_as_the_reference_does():
 
 
 def test_two_checks_with_one_message_are_numbered_apart_and_a_saved_table_keeps_both():
-    """Checks are filed under their nodes; a saved program's table (pairs, no nodes) is read back number for number."""
+    """Checks are filed under their nodes; a saved program's table is read back number for number, with the nodes
+    the store found again or none."""
     x = at.dvector("x")
     reference, f = _compile_both([x], _positive(x) * 2 + _positive(x - 1).sum())
     f(np.full(2, 3.0))
     (program,) = f.vm.jit_fn.segments[0].program.programs.values()
     entries = program.checks.entries()
     assert entries == [(NegativeScaleError, "scale must be positive")] * 2
-    loaded = CheckTable()
-    loaded.extend(entries)
-    assert loaded.entries() == entries
-    assert isinstance(loaded.exception(1), NegativeScaleError) and raised_by(loaded.exception(1)) is None
+    nodes = program.checks.nodes()
+    assert len(set(nodes)) == 2 and all(node in f.maker.fgraph.apply_nodes for node in nodes)
+    unknown, found = CheckTable(), CheckTable()
+    unknown.extend((exc_type, message, None) for exc_type, message in entries)
+    found.extend((exc_type, message, node) for (exc_type, message), node in zip(entries, nodes))
+    assert unknown.entries() == found.entries() == entries
+    assert isinstance(unknown.exception(1), NegativeScaleError) and raised_by(unknown.exception(1)) is None
+    assert raised_by(found.exception(1)).node is nodes[1]
     named = []
     for function in (reference, f):
         with pytest.raises(NegativeScaleError) as info:
