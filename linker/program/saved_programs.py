@@ -17,11 +17,12 @@ its arguments' dtypes and placement) and everything else it depends on
 An entry is data, never code: `MAGIC`, its signature (an HMAC of the rest
 under this user's key, `aejax.linker.program.signing`), a JSON header (the
 format, the entry's full key, the checks' exception classes by name, with the
-position and text of each check's node in the graph) and the export's bytes; the hint of what tracing found out
-(`ProgramStore.discovered`) has no payload. An entry is checked when it is
-loaded, before the call it was loaded for: its signature and key, then JAX
-deserializes the export, and traces, lowers (reading its StableHLO) and
-compiles the call, which the call then reuses. A missing, truncated, damaged,
+position and text of each check's node in the graph) and the export's bytes;
+the hint of what tracing found out (`ProgramStore.discovered`) has no
+payload. An entry is checked when it is loaded, before the call it was
+loaded for: its signature and key, then JAX deserializes the export, and
+traces, lowers (reading its StableHLO) and compiles the call, which the call
+then reuses. A missing, truncated, damaged,
 foreign, forged, swapped or newer entry, or one that fails any of these
 steps, is a miss: the program is traced, compiled and saved anew (an entry
 found unusable is replaced however fast the compile), and so is every entry
@@ -156,10 +157,9 @@ _entry_locks_lock = threading.Lock()
 class ProgramStore:
     """The saved programs of one graph (its ``identity``), signed with ``key``; see the module docstring."""
 
-    def __init__(self, identity: str, directory: Path, key: bytes, nodes: Sequence[Apply] = ()) -> None:
+    def __init__(self, identity: str, directory: Path, key: bytes, fgraph: FunctionGraph | None = None) -> None:
         self.directory = directory
-        self.nodes = tuple(nodes)
-        """The graph's nodes in order (``fgraph.toposort()``): a saved check names its node by its position here."""
+        self._fgraph = fgraph
         self._key = key
         self._identity = _digest(FORMAT, installation(), identity)
         self._exporting: weakref.WeakValueDictionary[str, ExportingProgram] = weakref.WeakValueDictionary()
@@ -180,7 +180,12 @@ class ProgramStore:
         if identity is None:
             return None
         use_persistent_cache()  # first: it changes a JAX setting the key holds
-        return cls(identity, cache_directory().parent / SUBDIRECTORY, key, fgraph.toposort())
+        return cls(identity, cache_directory().parent / SUBDIRECTORY, key, fgraph)
+
+    def nodes(self) -> list[Apply]:
+        """The graph's nodes in order, as lowered (a lowering may give a Scan a new node): a saved check names its
+        node by its position here."""
+        return [] if self._fgraph is None else self._fgraph.toposort()
 
     def discovered(self) -> tuple[Discovered, dict[int, str]] | None:
         """What tracing found out about this graph in the process that saved a program of it.
@@ -274,7 +279,7 @@ class ProgramStore:
 
     def _saved_checks(self, checks: CheckTable) -> list[list[Any]]:
         """Each check of ``checks``: its exception class by name, its message, its node's position and text."""
-        positions = {node: position for position, node in enumerate(self.nodes)}
+        positions = {node: position for position, node in enumerate(self.nodes())}
         saved = []
         for (exc_type, message), node in zip(checks.entries(), checks.nodes()):
             position = positions.get(node)
@@ -282,12 +287,12 @@ class ProgramStore:
             saved.append([f"{exc_type.__module__}:{exc_type.__qualname__}", message, position, text])
         return saved
 
-    def _check_node(self, position: Any, text: Any) -> Apply | None:
-        """The node a saved check names by its ``position`` among `nodes`, if the node there has the saved ``text``."""
-        if not isinstance(position, int) or not 0 <= position < len(self.nodes):
+    @staticmethod
+    def _check_node(nodes: Sequence[Apply], position: Any, text: Any) -> Apply | None:
+        """The node a saved check names by its ``position`` among ``nodes``, if the node there has the saved ``text``."""
+        if not isinstance(position, int) or not 0 <= position < len(nodes):
             return None
-        node = self.nodes[position]
-        return node if str(node) == text else None
+        return nodes[position] if str(nodes[position]) == text else None
 
     def _load(self, entry: str, args: Sequence[Any]) -> tuple[Any, list[tuple[type, str, Apply | None]] | None] | None:
         """The export saved under ``entry`` and its checks, or ``None``: missing, damaged, not for ``args`` on one
@@ -299,8 +304,9 @@ class ProgramStore:
         checks = header.get("checks")
         try:
             if checks is not None:
+                nodes = self.nodes()
                 checks = [
-                    (_exception_type(name), str(message), self._check_node(position, text))
+                    (_exception_type(name), str(message), self._check_node(nodes, position, text))
                     for name, message, position, text in checks
                 ]
             exported = jax.export.deserialize(bytearray(payload))
