@@ -63,44 +63,40 @@ class CheckTable:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._numbers: dict[tuple[type, str, Any], int] = {}
-        self._checks: list[tuple[type, str]] = []
-        self._nodes: list[Any] = []
+        self._filed: list[tuple[type, str, Any]] = []
 
     def extend(self, filed: Iterable[tuple[type, str, Any]]) -> None:
         """Number the checks of a saved program's table in order: the class, message and node of each (`entries`,
         `nodes`; a node ``None`` where the saved one is not known)."""
         with self._lock:
-            for exc_type, message, node in filed:
-                self._numbers.setdefault((exc_type, message, node), len(self._checks))
-                self._checks.append((exc_type, message))
-                self._nodes.append(node)
+            for check in filed:
+                self._numbers.setdefault(check, len(self._filed))
+                self._filed.append(check)
 
     def number(self, exc_type: type, message: str, node: Any = None) -> int:
         """The number of the check of ``node`` that raises ``exc_type(message)``, a new one if it has none yet."""
         with self._lock:
-            key = (exc_type, message, node)
-            if key not in self._numbers:
-                self._numbers[key] = len(self._checks)
-                self._checks.append((exc_type, message))
-                self._nodes.append(node)
-            return self._numbers[key]
+            check = (exc_type, message, node)
+            if check not in self._numbers:
+                self._numbers[check] = len(self._filed)
+                self._filed.append(check)
+            return self._numbers[check]
 
     def exception(self, number: int) -> BaseException:
         """The exception of the check numbered ``number``, as its Op raises it, marked with its node
         (`aejax.linker.errors.raised_by`) where it has one."""
-        exc_type, message = self._checks[number]
-        node = self._nodes[number]
+        exc_type, message, node = self._filed[number]
         return exc_type(message) if node is None else mark_raised_by(exc_type(message), node)
 
     def entries(self) -> list[tuple[type, str]]:
-        """Every check numbered so far, at the index of its number."""
+        """The class and message of every check numbered so far, at the index of its number."""
         with self._lock:
-            return list(self._checks)
+            return [(exc_type, message) for exc_type, message, _ in self._filed]
 
     def nodes(self) -> list[Any]:
         """The node each check numbered so far is filed under (``None``: none), at the index of its number."""
         with self._lock:
-            return list(self._nodes)
+            return [node for _, _, node in self._filed]
 
 
 def require(condition: Any, exc_type: type, message: str, where: Any) -> None:
