@@ -5,8 +5,17 @@ representation (numpy arrays, numpy random generators, Python objects) and
 one backend's storage, and validates backend payloads. Codecs are looked up by
 ``codec_for(backend, type)`` and published through the ``aejax.codecs``
 entry-point group.
+
+Importing it first checks the environment (`stack`) and, under numpy 2, gives Aesara what numpy 2
+removed (`numpy2`); JAX's API differences between releases are in `jax_api`.
 """
 
+from aejax.adapters import numpy2, stack
+
+stack.check()
+numpy2.restore()
+
+# Aesara is imported from here on, working under this numpy.
 from aejax.adapters.codec import (
     CodecConflictError,
     CodecError,

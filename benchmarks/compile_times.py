@@ -38,6 +38,7 @@ import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
+import aejax.adapters  # noqa: E402, F401  # isort: skip  (first: under numpy 2 it makes Aesara 2.9.4 work)
 from aesara.link.c.cmodule import gcc_version  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

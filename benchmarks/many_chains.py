@@ -6,21 +6,27 @@ symbolic number of chains, and NumPyro's vmapped by hand, each as
 serialized with `jax.export` for the CPU and the TPU, in 32 bits.
 ``chains_runner.py`` runs them with JAX alone; ``table`` turns its results into tables, and ``ops``
 shows the batched gathers and scatters of each program exported for each
-platform alone, counted while building.
+platform alone, counted while building. ``direct``, where aejax and Aesara
+are installed (a TPU host's own JAX too), builds aejax's NUTS of each target
+in its own process and runs it with `aejax.linker.many_chains`, timed call by
+call in turn with the exported program of the same target, chain count and keys.
 
     python benchmarks/many_chains.py build --out .device/programs
     python benchmarks/chains_runner.py .device/programs --out cpu.json --max-chains 64
     python benchmarks/many_chains.py table cpu.json tpu.json [--rst]
     python benchmarks/many_chains.py ops .device/programs
+    python benchmarks/many_chains.py direct .device/programs --out direct.json [--max-chains 64]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -36,7 +42,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import export as jax_export
 from jax import lax
-from jax.experimental import disable_x64
 from jax.sharding import Mesh, PartitionSpec
 
 CHAIN_COUNTS = (1, 64, 1024, 8192)
@@ -93,10 +98,20 @@ class ChainProgram:
 
 def _workloads() -> Any:
     """The `workloads` module, imported only to build: ``table`` and ``ops`` run without Aesara."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import workloads
+    return _sibling("workloads")
 
-    return workloads
+
+def _x64_off() -> Any:
+    """This thread's ``jax_enable_x64`` off, for building (imported then: ``aejax.adapters`` imports Aesara)."""
+    from aejax.adapters.jax_api import disable_x64
+
+    return disable_x64()
+
+
+def _sibling(name: str) -> Any:
+    """The module ``name`` of this folder (`workloads`, `chains_runner`)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    return importlib.import_module(name)
 
 
 def gaussian_mean() -> np.ndarray:
@@ -154,7 +169,7 @@ def aejax_graph(setup: Any) -> Any:
     from aejax.linker import jaxify
 
     chain = _workloads().nuts_chain(setup.logprob, setup.transitions, setup.step_size, setup.dims, setup.seed)
-    with disable_x64():
+    with _x64_off():
         return jaxify(*chain)
 
 
@@ -200,7 +215,7 @@ def jaxify_program(target: Target, transitions: int) -> ChainProgram:
 
     setup = getattr(_workloads(), target.setup_name)(transitions)
     q = at.dvector("q")
-    with disable_x64():
+    with _x64_off():
         graph = jaxify([q], setup.logprob(q))
     return numpyro_nuts_program(target, setup, lambda z: -graph.fn(graph.state, z)[0], "jaxify")
 
@@ -210,7 +225,7 @@ def numpyro_nuts_program(
 ) -> ChainProgram:
     """NumPyro's NUTS chain of `workloads.numpyro_nuts` on ``potential``: one key, so ``key_data`` has one row."""
     # NumPyro builds its template state eagerly: in 32 bits only if built so.
-    with disable_x64():
+    with _x64_off():
         keyed = _workloads().numpyro_nuts(potential, setup.transitions, setup.step_size, setup.dims, setup.seed)
     if keyed is None:
         raise RuntimeError("NumPyro is not installed: pip install '.[bench]'")
@@ -277,7 +292,7 @@ def export_program(program: ChainProgram, platforms: Sequence[str] = PLATFORMS) 
     The graph is float64 (aehmc makes float64 values itself); exporting it
     with x64 off computes it all in 32 bits.
     """
-    with warnings.catch_warnings(), disable_x64():
+    with warnings.catch_warnings(), _x64_off():
         warnings.simplefilter("ignore", UserWarning)
         batched = program.batched(platforms)
         return jax_export.export(jax.jit(batched), platforms=platforms)(*input_specs(program))
@@ -582,6 +597,168 @@ def ess(args: argparse.Namespace) -> None:
         args.save.write_text(json.dumps({"platform": platform_title(results), "rows": rows}, indent=1) + "\n")
 
 
+DIRECT_ROUTES = ("many_chains", "fn")
+"""How ``direct`` runs aejax's graph built in its own process: `aejax.linker.many_chains`, as a user does (its
+program also returns each chain's failure code, and the call reads them), and the graph's own pure function
+``JaxGraph.fn`` vmapped and jitted here, which computes what the export does (no checks)."""
+
+
+class DirectChains:
+    """aejax's chains of one target run in this process by one of `DIRECT_ROUTES`, continuing from call to call:
+    `chains_runner.Chains`' interface, so that they are timed in turn with the exported program's.
+
+    ``key_data`` is what ``build`` wrote for the export (one row a chain, a
+    column a random state, in the graph's order), so every route draws the same numbers.
+    """
+
+    def __init__(self, run: Any, route: str, key_data: np.ndarray, q0: Any) -> None:
+        self.step = direct_step(run, route)
+        self.names = list(run.graph.state)
+        impls = {name: jax.random.key_impl(key) for name, key in run.graph.state.items()}
+        self.state = {
+            name: jax.random.wrap_key_data(key_data[:, row], impl=impls[name]) for row, name in enumerate(self.names)
+        }
+        self.q0 = q0
+
+    def call(self) -> tuple[float, Any]:
+        """One call from the current state: its seconds and its outputs as the export's ``(key_data, positions,
+        acceptance)``; the state moves on to the chains' ends."""
+        start = time.perf_counter()
+        (positions, acceptance), state = jax.block_until_ready(self.step(self.state, self.q0))
+        elapsed = time.perf_counter() - start
+        self.state, self.q0 = jax.block_until_ready((state, positions[:, -1]))
+        key_data = jnp.stack([jax.random.key_data(self.state[name]) for name in self.names], axis=1)
+        return elapsed, (key_data, positions, acceptance)
+
+
+def direct_step(run: Any, route: str) -> Callable[[Any, Any], tuple[Any, Any]]:
+    """``(state, q0) -> ((positions, acceptance), new_state)`` of every chain by ``route`` (`DIRECT_ROUTES`)."""
+    if route == "fn":
+        return jax.jit(jax.vmap(run.graph.fn))
+
+    def step(state: Any, q0: Any) -> tuple[Any, Any]:
+        result = run(None, len(q0), q0, state=state)
+        return result.outputs, result.state
+
+    return step
+
+
+def direct_run(entry: dict[str, Any]) -> Any:
+    """`aejax.linker.many_chains` of `aejax_graph` of a manifest entry's target and transitions, built here."""
+    from aejax.linker import many_chains
+
+    setup = getattr(_workloads(), TARGETS[entry["target"]].setup_name)(entry["transitions"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return many_chains(aejax_graph(setup))
+
+
+def start_direct(
+    folder: Path, entry: dict[str, Any], chains: int, run: Any, route: str, export_outputs: Sequence[np.ndarray]
+) -> tuple[DirectChains, dict[str, Any]]:
+    """`DirectChains` of ``route`` from the build's keys, called once (it compiles); its record, with the first
+    call's largest difference from the export's first positions."""
+    runner = _sibling("chains_runner")
+    with np.load(folder / entry["keys_file"]) as keys:
+        key_data = keys[f"chains_{chains}"]
+    q0 = np.zeros(runner.concrete_shape(entry["inputs"][1]["shape"], chains), entry["inputs"][1]["dtype"])
+    chains_state = DirectChains(run, route, *jax.device_put((key_data, q0)))
+    with warnings.catch_warnings():  # aejax and JAX warn that the float64 graph is traced in 32 bits, as exported
+        warnings.simplefilter("ignore", UserWarning)
+        first_call_s, outputs = chains_state.call()
+    record = {"name": f"{entry['name']}-{route}", "target": entry["target"], "route": route, "chains": chains}
+    record |= {"transitions": entry["transitions"], "first_call_s": first_call_s}
+    record["check"] = runner.check_outputs(entry, chains, outputs)
+    difference = np.abs(np.asarray(outputs[1]) - export_outputs[1]).max()
+    record["largest_difference_from_export"] = float(difference)
+    return chains_state, record
+
+
+def time_direct(
+    folder: Path, entry: dict[str, Any], chains: int, run: Any, exported: Any, settings: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """The records of the exported program and of each of `DIRECT_ROUTES` at ``chains`` chains: each started from
+    the build's keys and checked, then all called in turn (`chains_runner.interleave`)."""
+    runner = _sibling("chains_runner")
+    export_chains, export_record, export_outputs = runner.start_chains(folder, entry, chains, exported)
+    export_record["route"] = "export"
+    started = [start_direct(folder, entry, chains, run, route, export_outputs) for route in DIRECT_ROUTES]
+    records = [export_record] + [record for _, record in started]
+    times = runner.interleave(
+        [export_chains] + [chains_state for chains_state, _ in started],
+        settings.min_calls,
+        settings.max_calls,
+        settings.pair_s,
+        settings.deadline,
+    )
+    for record, seconds in zip(records, times):
+        record["call_ms"] = [s * 1000 for s in seconds]
+        record["median_ms"] = statistics.median(record["call_ms"])
+        record["calls"] = len(seconds)
+        record["/export"] = record["median_ms"] / export_record["median_ms"]
+    return records
+
+
+def direct(args: argparse.Namespace) -> None:
+    """The ``direct`` subcommand: aejax's programs of the manifest, each timed beside its target built and run here
+    by each of `DIRECT_ROUTES` in 32 bits, from the same keys, at every chain count up to ``--max-chains``."""
+    runner = _sibling("chains_runner")
+    runner.use_flatbuffers_copy(args.dir)
+    manifest = json.loads((args.dir / MANIFEST).read_text())
+    entries = [e for e in runner.select_programs(manifest, args.only) if e["implementation"] == "aejax"]
+    counts = [n for n in manifest["chain_counts"] if args.max_chains is None or n <= args.max_chains]
+    args.deadline = time.perf_counter() + args.budget_s
+    if args.pair_s is None:
+        args.pair_s = min(10.0, args.budget_s / (3 * max(1, len(entries) * len(counts))))
+    results: dict[str, Any] = {**runner.environment(), "built_with_jax": manifest.get("jax_version"), "programs": []}
+    runner.log(f"{platform_title(results)}: built here against exported, {len(entries)} programs x {counts} chains")
+    with _x64_off():
+        for entry in entries:
+            exported = jax_export.deserialize(bytearray((args.dir / entry["file"]).read_bytes()))
+            start = time.perf_counter()
+            run = direct_run(entry)
+            runner.log(f"{entry['target']}: built here in {time.perf_counter() - start:.1f} s")
+            for chains in counts:
+                if time.perf_counter() > args.deadline:
+                    results.setdefault("skipped", []).append(f"{entry['name']} x{chains}")
+                    continue
+                records = time_direct(args.dir, entry, chains, run, exported, args)
+                results["programs"] += records
+                runner.write_results(results, args.out)
+                runner.log(f"  x{chains}: " + "; ".join(map(direct_text, records)))
+    runner.write_results(results, args.out)
+    print(direct_table(results))
+
+
+def direct_text(record: dict[str, Any]) -> str:
+    """A route's part of a progress line: median, calls, first call, ratio, and for a direct route its check."""
+    if record["route"] == "export":
+        first = f"compile {record['compile_s']:.1f} s + first run {record['first_run_s']:.3f} s"
+        return f"export {record['median_ms']:.3f} ms ({record['calls']} calls, {first})"
+    check = record["check"]
+    return (
+        f"{record['route']} {record['median_ms']:.3f} ms ({record['calls']} calls, first call"
+        f" {record['first_call_s']:.1f} s), /export {record['/export']:.3f}, mean {np.round(check['mean'], 3).tolist()},"
+        f" finite {check['finite']}, largest difference from the export {record['largest_difference_from_export']:.2g}"
+    )
+
+
+def direct_table(results: dict) -> str:
+    """A markdown table of ``direct``'s results: one row per target and chain count, each route's median ms and
+    its ratio to the export's."""
+    columns = ["target", "chains", "export ms"]
+    columns += [f"{route} {what}" for route in DIRECT_ROUTES for what in ("ms", "/ export")]
+    lines = [f"### {platform_title(results)}", "", "| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
+    rows: dict[tuple[str, int], dict[str, dict]] = {}
+    for record in results["programs"]:
+        rows.setdefault((record["target"], record["chains"]), {})[record["route"]] = record
+    for (target, chains), routes in rows.items():
+        row = [target, chains, routes["export"]["median_ms"]]
+        row += [routes[route][what] for route in DIRECT_ROUTES for what in ("median_ms", "/export")]
+        lines.append("| " + " | ".join(cell(value) for value in row) + " |")
+    return "\n".join(lines)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -608,6 +785,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ess_parser.add_argument("outputs", type=Path, help="the folder the runner's --save-outputs wrote")
     ess_parser.add_argument("--save", type=Path, help="write the rows as JSON")
     ess_parser.set_defaults(run=ess)
+    direct_parser = commands.add_parser("direct", help="time aejax built and run here beside its exported programs")
+    direct_parser.add_argument("dir", type=Path, help="the programs' folder (its manifest and keys)")
+    direct_parser.add_argument("--out", type=Path, required=True, help="the results file (JSON)")
+    direct_parser.add_argument("--only", nargs="+", default=[], help="targets or program names to run")
+    direct_parser.add_argument("--max-chains", type=int, help="leave out the chain counts above this")
+    direct_parser.add_argument("--budget-s", type=float, default=300.0, help="seconds after which no pair starts")
+    direct_parser.add_argument(
+        "--pair-s", type=float, help="seconds of timed calls per pair (default: from the budget)"
+    )
+    direct_parser.add_argument("--min-calls", type=int, default=5)
+    direct_parser.add_argument("--max-calls", type=int, default=100)
+    direct_parser.set_defaults(run=direct)
     return parser.parse_args(argv)
 
 

@@ -34,6 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import aejax.adapters  # noqa: F401  # isort: skip  (first: under numpy 2 it makes Aesara 2.9.4 work)
 import aesara
 import aesara.tensor as at
 import jax

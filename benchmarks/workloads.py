@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
+import aejax.adapters  # noqa: F401  # isort: skip  (first: under numpy 2 it makes Aesara 2.9.4 work)
 import aesara
 import aesara.tensor as at
 import jax

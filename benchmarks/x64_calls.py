@@ -4,7 +4,7 @@
 
 Run it in a process where the flag is not set (JAX's default, off). Each
 workload is compiled twice with mode ``"AEJAX"``: once inside
-``jax.experimental.enable_x64(True)``, as a process with x64 on makes it,
+``enable_x64(True)``, as a process with x64 on makes it,
 and once without, as a new user makes it. Both are called first (the
 compilation), then as many times as pay for that (a function made without
 x64 compiles the program that takes its 64-bit arguments as words once its
@@ -34,14 +34,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import aejax.adapters  # noqa: F401  # isort: skip  (first: under numpy 2 it makes Aesara 2.9.4 work)
 import aesara
 import aesara.tensor as at
 import jax
 import jax.export
 import numpy as np
-from jax.experimental import enable_x64
 
 import aejax.linker  # noqa: F401 - registers the mode "AEJAX"
+from aejax.adapters.jax_api import enable_x64
 from aejax.adapters.words import WORD, program_value
 from aejax.linker.call.precision import calls_before_words, taking_words
 

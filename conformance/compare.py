@@ -182,7 +182,7 @@ def _shown(expected: np.ndarray, got: np.ndarray, close: np.ndarray) -> str:
         return f"AEJAX {got.item()!r}, reference {expected.item()!r}"
     where = np.argwhere(~np.asarray(close))[:MAX_SHOWN]
     parts = [
-        f"[{', '.join(map(str, index))}]: AEJAX {got[tuple(index)]!r}, reference {expected[tuple(index)]!r}"
+        f"[{', '.join(map(str, index))}]: AEJAX {got[tuple(index)].item()!r}, reference {expected[tuple(index)].item()!r}"
         for index in where
     ]
     return "; ".join(parts)

@@ -90,6 +90,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Install the redirect (and the resident constructor), after the suite's conftest has set its Aesara flags."""
     if _session is None:
         return
+    import aejax.adapters  # noqa: F401  (before the suite imports Aesara: under numpy 2 it makes Aesara 2.9.4 work)
+
     if _session.resident_shared:
         from conformance import shared
 
@@ -105,6 +107,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Remove the redirect (and the resident constructor) and close the report."""
     if _session is None:
         return
+    import aejax.adapters  # noqa: F401  (before the suite imports Aesara: under numpy 2 it makes Aesara 2.9.4 work)
+
     if _session.resident_shared:
         from conformance import shared
 

@@ -8,6 +8,7 @@ into a numpy ``Generator`` that Aesara's C backend can use next.
 Run: python examples/codec_roundtrip.py
 """
 
+import aejax.adapters  # noqa: F401  # isort: skip  (first: under numpy 2 it makes Aesara 2.9.4 work)
 import aesara.tensor as at
 import jax
 import numpy as np

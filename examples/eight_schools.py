@@ -37,8 +37,9 @@ The draws go back to ``tau = exp(log_tau)`` for ArviZ.
   ``NUTS(potential_fn=...)``) with NumPyro's warmup, the chains vmapped, one
   compiled loop for both phases (``MCMC.warmup`` and ``MCMC.run`` compile two).
 - ``blackjax``: the exported log-density in BlackJAX's ``window_adaptation``
-  and ``nuts``, vmapped over the chains. BlackJAX 1.7.1 declares jax>=0.9 but
-  runs on jax 0.7.1; install it apart:
+  and ``nuts``, vmapped over the chains. On the current stack it is the extra
+  ``blackjax``; on the old pins (jax 0.7.1, below its declared jax>=0.9, on
+  which it runs) install it apart:
   ``pip install --no-deps blackjax==1.7.1 optax absl-py``.
 
 aehmc's NUTS reports each transition's tree depth, not its leapfrog steps, so
@@ -47,7 +48,7 @@ its ``leapfrog_steps_per_transition`` is ``null`` in the JSON and its
 ``n_steps``.
 
 Run: python examples/eight_schools.py [--route aehmc|numpyro|blackjax] [--chains N] [--warmup W]
-[--draws D] [--seed S] [--json PATH]   (``pip install -e '.[examples]'``; BlackJAX apart, as above)
+[--draws D] [--seed S] [--json PATH]   (``pip install -e '.[examples]'``; BlackJAX as above)
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ import json  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import Any, NamedTuple  # noqa: E402
 
+import aejax.adapters  # noqa: E402, F401  # isort: skip  (first: under numpy 2 it makes Aesara 2.9.4 work)
 import aesara  # noqa: E402
 import aesara.tensor as at  # noqa: E402
 import arviz as az  # noqa: E402

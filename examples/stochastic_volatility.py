@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import aejax.adapters  # noqa: F401  # isort: skip  (first: under numpy 2 it makes Aesara 2.9.4 work)
 import aesara
 import aesara.tensor as at
 import jax

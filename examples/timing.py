@@ -1,4 +1,4 @@
-"""Timing helper shared by the examples: aejax's JAX mode vs Aesara's C backend."""
+"""Timing helper shared by the examples: aejax's JAX mode vs Aesara's C backend (its Python code under numpy 2)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,16 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+import aejax.adapters  # noqa: F401  # isort: skip  (first: under numpy 2 it makes Aesara 2.9.4 work)
 import aesara
 from progress import Progress
 
 import aejax.linker
 
 AEJAX = "aejax (JAX)"
-BACKENDS = {AEJAX: aejax.linker.mode, "Aesara C": "FAST_RUN"}
+AESARA = "Aesara C" if aesara.config.cxx else "Aesara Py"
+"""Aesara's own backend: C, or its Python code where it compiles no C (under numpy 2: docs/limits.md, Two stacks)."""
+BACKENDS = {AEJAX: aejax.linker.mode, AESARA: "FAST_RUN"}
 
 
 def median_seconds(fn: Callable[[], Any], calls: int) -> float:

@@ -223,7 +223,7 @@ def precision_check(fgraph: Any) -> Callable[[], None]:
         warnings.warn(
             f"the exported graph holds float64 values ({', '.join(map(repr, names))}{more}) and is traced with "
             "jax_enable_x64 off, so it computes in float32; trace it with jax_enable_x64 on "
-            "(jax.config.update('jax_enable_x64', True), or inside jax.experimental.enable_x64()) for float64",
+            "(jax.config.update('jax_enable_x64', True)) for float64",
             PrecisionWarning,
             stacklevel=caller_stacklevel(),
         )

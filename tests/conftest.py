@@ -34,6 +34,7 @@ os.environ["AESARA_FLAGS"] = ",".join(
 )
 atexit.register(shutil.rmtree, COMPILE_DIRECTORY, ignore_errors=True)  # after Aesara's own exit handlers, which use it
 
+import aejax.adapters  # noqa: E402, F401, I001 - first: under numpy 2 it gives Aesara what numpy 2 removed
 import aesara  # noqa: E402 - after its compile directory is chosen
 import jax  # noqa: E402
 

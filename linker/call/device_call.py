@@ -26,8 +26,8 @@ from typing import Any, NoReturn
 
 import jax
 import numpy as np
-from jax.experimental import enable_x64
 
+from aejax.adapters.jax_api import enable_x64
 from aejax.linker.call.direct_call import (
     NOT_EXACT,
     ArgumentKind,

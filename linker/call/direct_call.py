@@ -32,9 +32,9 @@ import numpy as np
 from aesara.compile.function.types import Function
 from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from aesara.tensor.type import TensorType
-from jax.experimental import enable_x64
 
 from aejax.adapters import HeldKey, held_key_reader
+from aejax.adapters.jax_api import enable_x64
 from aejax.adapters.resident import ResidentStorage
 from aejax.adapters.words import WORD, host_words, word_count
 from aejax.linker.call.linker import (

@@ -20,7 +20,7 @@ linker, a copy, an unpickled function, another thread): the thunk Aesara
 runs (`aejax.linker.call.linker.HostCall`) and the direct calls
 (`aejax.linker.call.direct_call`) compare JAX's effective setting (this
 thread's, else the process's) with the program's, one read of the flag, and
-only when they differ run inside ``jax.experimental.enable_x64(x64)``
+only when they differ run inside ``enable_x64(x64)``
 (`running_in`; inline in the exact calls, so that no frame stands between
 the call and its program), which changes this thread's setting alone: the
 inputs encoded, the program traced and run, the outputs decoded. JAX's
@@ -61,8 +61,8 @@ from aesara.graph.basic import Variable, applys_between, vars_between
 from aesara.graph.fg import FunctionGraph
 from aesara.graph.op import HasInnerGraph
 from aesara.tensor.elemwise import Elemwise
-from jax.experimental import enable_x64
 
+from aejax.adapters.jax_api import enable_x64
 from aejax.adapters.words import WORD, program_value, word_count
 from aejax.linker.checks import HOST_CALLS, CheckedProgram, stages_any
 

@@ -41,6 +41,7 @@ from aesara.graph.fg import FunctionGraph
 from aesara.scalar.basic import ScalarType
 from aesara.tensor.type import TensorType
 
+from aejax.adapters.numpy2 import NUMPY2
 from aejax.linker.errors import InvalidValueError, LoweringError, variable_name
 from aejax.linker.lengths.bounds import tracing
 from aejax.linker.lengths.consumers import run_time_lengths_taken
@@ -256,8 +257,8 @@ def lookup(env: Mapping[Variable, Any], var: Variable) -> Any:
     return env[var]
 
 
-MAX_DIMS = 32
-"""The most dimensions a numpy array has (``NPY_MAXDIMS``)."""
+MAX_DIMS = 64 if NUMPY2 else 32
+"""The most dimensions a numpy array has (``NPY_MAXDIMS``: 32, and 64 since numpy 2)."""
 
 
 def check_ranks(node: Apply) -> None:

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from aesara.scalar import float64 as scalar_float64
 from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
-from jax.experimental import disable_x64
 
 from aejax.adapters import CodecError, PayloadError, codec_for
 from aejax.adapters.jax import RandomGeneratorCodec, RandomStateCodec
+from aejax.adapters.jax_api import disable_x64
 
 GEN = RandomGeneratorType()
 LEGACY = RandomStateType()
@@ -106,8 +106,8 @@ def test_key_depends_on_the_whole_state_not_its_first_words():
 def test_encoding_is_deterministic_across_processes():
     program = (
         "import numpy as np, jax\n"
-        "from aesara.tensor.random.type import RandomGeneratorType, RandomStateType\n"
         "from aejax.adapters import codec_for\n"
+        "from aesara.tensor.random.type import RandomGeneratorType, RandomStateType\n"
         "for t, h in [(RandomGeneratorType(), np.random.Generator(np.random.Philox(77))),"
         " (RandomStateType(), np.random.RandomState(77))]:\n"
         "    print(jax.random.key_data(codec_for('jax', t).encode(h, t)).tolist())\n"

@@ -13,6 +13,7 @@ from tests.adapters.test_registry import make_dist, site  # noqa: F401  (site is
 SEED_PLUGIN = """
     import jax
     import numpy as np
+    import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
     from aesara.graph.basic import Apply
     from aesara.graph.op import Op
     from aesara.graph.type import Type

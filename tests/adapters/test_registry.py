@@ -40,6 +40,7 @@ def make_dist(root, dist, module, entry_points, source):
 
 
 PLUGIN_SOURCE = """
+    import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
     from aesara.graph.type import Type
     from aejax.adapters import ArrayPayloadSpec, CodecSpec
 

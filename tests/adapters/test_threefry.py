@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from aesara.tensor.random.type import RandomGeneratorType, RandomStateType
 from aesara.tensor.random.utils import RandomStream
-from jax.experimental import disable_x64, enable_x64
 
 import aejax.linker  # noqa: F401  (registers the modes)
 from aejax.adapters import THREEFRY_UNROLLED, PayloadError, codec_for, default_registry
 from aejax.adapters.jax import RandomGeneratorCodec, RandomStateCodec
+from aejax.adapters.jax_api import disable_x64, enable_x64
 from aejax.adapters.threefry import SAME_BITS_AS, bits_of, key_impl, threefry2x32_hash
 
 JAX_IMPL = "threefry2x32"
@@ -369,7 +369,20 @@ def test_seeded_functions_draw_the_same_with_either_impl(ctor, restore_codecs):
     for impl in (JAX_IMPL, THREEFRY_UNROLLED):
         use_impl(impl)
         assert codec_for("jax", RandomGeneratorType()).impl == impl
-        assert _seeded_draws(ctor) == SEEDED_WITH_JAXS_IMPL[name], impl
+        assert_same_draws(_seeded_draws(ctor), SEEDED_WITH_JAXS_IMPL[name])
+
+
+def assert_same_draws(drawn: list[Any], recorded: list[Any]) -> None:
+    """Integer draws equal, float64 ones within 8 ulp: JAX 0.12's float64 transforms differ from 0.7.1's in their
+    last bits (the keys' bits are the same)."""
+    assert len(drawn) == len(recorded)
+    for ours, theirs in zip(drawn, recorded):
+        if isinstance(theirs[0], list):
+            assert_same_draws(ours, theirs)
+        elif isinstance(theirs[0], int):
+            assert ours == theirs
+        else:
+            np.testing.assert_array_max_ulp(np.array(ours), np.array(theirs), maxulp=8)
 
 
 def _random_walk() -> list[list[float]]:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jax.experimental import enable_x64
 
+from aejax.adapters.jax_api import enable_x64
 from aejax.adapters.words import host_words, host_words_value, program_value, program_words
 
 WIDE = [np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.uint64), np.dtype(np.complex128)]

@@ -13,9 +13,9 @@ import jax
 import numpy as np
 import pytest
 from aesara.raise_op import Assert
-from jax.experimental import disable_x64, enable_x64
 
 import aejax.linker
+from aejax.adapters.jax_api import disable_x64, enable_x64
 from aejax.linker.checks import CheckedProgram
 from aejax.linker.program.static_inputs import Shortcut
 

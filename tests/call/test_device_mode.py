@@ -267,6 +267,7 @@ def test_function_copies_and_pickles_as_a_device_function():
 
 PLACEMENT = textwrap.dedent(
     """
+    import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
     import aesara, aesara.tensor as at, jax, jax.numpy as jnp, numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
     jax.config.update("jax_enable_x64", True)

@@ -17,9 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from aesara.graph.fg import FunctionGraph
-from jax.experimental import disable_x64, enable_x64
 
 import aejax.linker
+from aejax.adapters.jax_api import disable_x64, enable_x64
 from aejax.linker import AejaxDeviceMode, InputValueError
 from aejax.linker.call.precision import graph_variables, program_x64
 from tests.reference import REFERENCE, assert_matches_reference
@@ -31,7 +31,7 @@ FLAG_PROGRAM = textwrap.dedent(
     """
     import json, sys
     import jax
-    from jax.experimental import enable_x64
+    from aejax.adapters.jax_api import enable_x64
     if sys.argv[1] == "True":
         jax.config.update("jax_enable_x64", True)
     seen = {"before": jax.config.jax_enable_x64}
@@ -158,19 +158,21 @@ def test_on_the_cpu_a_float32_sum_accumulates_in_float64_without_a_conditional_i
     with enable_x64(True):
         lowered = f.vm.jit_fn.shortcut().program.lower(values)
         assert "f64" in lowered.as_text()
-        assert "conditional" not in lowered.compile().as_text()  # the platform's branch was chosen while lowering
+        # the platform's branch was chosen while lowering (the op, not the word: newer HLO names Python frames)
+        assert " conditional(" not in lowered.compile().as_text()
 
 
 @pytest.mark.parametrize(("reduce", "in_jax"), [(at.sum, jnp.sum), (at.mean, jnp.mean)], ids=["sum", "mean"])
 def test_a_float32_reduction_on_the_cpu_is_the_reference_backends_float64_accumulation(reduce, in_jax):
     v = at.fvector("v")
     values = np.full(10**6, 0.1, np.float32)
-    expected = aesara.function([v], reduce(v), mode=REFERENCE)(values)
     assert_matches_reference([v], reduce(v), values, rtol=0)
     in_float32 = aesara.function([v], reduce(v), mode=X32)(values)
     with disable_x64():
         assert in_float32 == jax.jit(in_jax)(values)  # JAX's own float32 accumulation
-    assert in_float32.dtype == np.float32 and in_float32 != expected
+    # JAX 0.7.1's XLA:CPU accumulates float32 in float32, off the reference here (so the check above can fail);
+    # JAX 0.12's is exact.
+    assert in_float32.dtype == np.float32
 
 
 def test_with_x64_survives_including_excluding_clone_and_pickling():
@@ -335,6 +337,7 @@ def test_whatever_wraps_the_program_it_computes_in_its_precision(make, x64):
 WRAPPERS_PROGRAM = textwrap.dedent(
     """
     import json, pickle, threading
+    import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
     import aesara, aesara.tensor as at, jax, numpy as np
     import aejax.linker
     from aesara.compile.function.types import FunctionMaker
@@ -385,6 +388,7 @@ CALLBACK_PROGRAM = textwrap.dedent(
     import json
     import warnings
 
+    import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
     import aesara
     import aesara.tensor as at
     import jax

@@ -288,6 +288,7 @@ def test_a_resident_storage_decodes_once_on_a_python_read():
 
 PLACEMENT = textwrap.dedent(
     """
+    import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
     import aesara, aesara.tensor as at, jax, jax.numpy as jnp, numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
     jax.config.update("jax_enable_x64", True)

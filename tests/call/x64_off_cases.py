@@ -15,15 +15,16 @@ import json
 import traceback
 import warnings
 
+import aejax.adapters  # noqa: F401  # isort: skip  (first: under numpy 2 it makes Aesara 2.9.4 work)
 import aesara
 import aesara.tensor as at
 import jax
 import numpy as np
 from aesara.raise_op import Assert
 from aesara.tensor.random.utils import RandomStream
-from jax.experimental import enable_x64
 
 import aejax.linker
+from aejax.adapters.jax_api import enable_x64
 from tests.reference import REFERENCE
 
 WIDE = ("float64", "int64", "uint64", "complex128")

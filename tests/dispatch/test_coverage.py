@@ -123,7 +123,14 @@ def test_ops_without_lowering_are_the_documented_ones():
         f"\nJAX lowerings: {len(classes) - len(missing)} lowered, {len(missing)} missing of {len(classes)} Op classes"
     )
     assert MISSING == sorted(MISSING)
-    assert missing == MISSING
+    assert missing == [name for name in MISSING if name not in lowered_by_newer_jax()]
+
+
+def lowered_by_newer_jax() -> set[str]:
+    """The Ops of `MISSING` that the installed JAX lowers: ``Iv`` since JAX has ``jax.scipy.special.iv`` (0.12)."""
+    from aesara.scalar.math import Iv
+
+    return set() if jax_function_missing(Iv) else {"aesara.scalar.math.Iv"}
 
 
 @pytest.mark.parametrize("name", MISSING)

@@ -19,6 +19,7 @@ from aesara.scan.utils import until
 
 import aejax.linker
 from aejax.linker import CallbackWarning, jaxify
+from tests.jaxprs import inner_jaxprs
 from tests.reference import assert_matches_reference, assert_raises_like_reference
 
 x = at.dvector("x")
@@ -101,7 +102,7 @@ def cond_branches(jaxpr):
     for eqn in jaxpr.eqns:
         if eqn.primitive.name == "cond":
             found.append([b.jaxpr for b in eqn.params["branches"]])
-        for sub in jax.core.jaxprs_in_params(eqn.params):
+        for sub in inner_jaxprs(eqn.params):
             found.extend(cond_branches(sub))
     return found
 
@@ -109,7 +110,7 @@ def cond_branches(jaxpr):
 def count(jaxpr, primitive):
     """How many equations of ``primitive`` ``jaxpr`` holds, nested ones too."""
     here = sum(eqn.primitive.name == primitive for eqn in jaxpr.eqns)
-    return here + sum(count(sub, primitive) for eqn in jaxpr.eqns for sub in jax.core.jaxprs_in_params(eqn.params))
+    return here + sum(count(sub, primitive) for eqn in jaxpr.eqns for sub in inner_jaxprs(eqn.params))
 
 
 def test_expensive_branch_runs_inside_its_cond():

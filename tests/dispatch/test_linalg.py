@@ -5,7 +5,6 @@ import warnings
 import aesara
 import aesara.tensor as at
 import jax
-import jax.experimental
 import numpy as np
 import pytest
 from aesara.gradient import verify_grad
@@ -13,6 +12,7 @@ from aesara.tensor import nlinalg, slinalg
 from jax import export
 
 import aejax.linker
+from aejax.adapters.jax_api import enable_x64
 from aejax.linker import CallbackWarning, jaxify
 from tests.reference import assert_matches_reference, assert_raises_like_reference, compile_both
 
@@ -269,7 +269,7 @@ def test_float32_linear_algebra_without_x64_stays_float32():
 def test_float32_linear_algebra_for_an_accelerator_holds_no_float64(build):
     """The double precision branch is the CPU's only: a program exported for a TPU or a GPU computes in float32."""
     x = at.fmatrix("x")
-    with jax.experimental.enable_x64(True):
+    with enable_x64(True):
         graph = jaxify([x], build(x))
         argument = jax.ShapeDtypeStruct((3, 3), np.float32)
         modules = {

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from aeppl import joint_logprob
 from aesara.tensor.random.utils import RandomStream
-from jax.experimental import disable_x64
 
 import aejax.linker
+from aejax.adapters.jax_api import disable_x64
 from aejax.linker import ChainRun, loader, many_chains
 from aejax.linker.chains import raise_failed_check
 from aejax.linker.checks import PASSED, CheckTable
@@ -279,6 +279,7 @@ def test_what_many_chains_takes():
 
 
 EIGHT_DEVICES = """
+import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
 import aesara, aesara.tensor as at, jax, numpy as np
 from aesara.scan.utils import until
 import aejax.linker
@@ -317,12 +318,12 @@ for a, b in zip(split.outputs, alone.outputs):
     np.testing.assert_array_equal(a, b)
 assert len(set(np.asarray(split.outputs[1]).tolist())) > 3
 assert not any(collectives_in_loops(run.lower(None, 16, starts).compile().as_text()).values())
-chains = jax.sharding.NamedSharding(run.mesh, jax.sharding.PartitionSpec("chains"))
-sharded = jax.jit(jax.vmap(run.graph.fn, in_axes=(None, 0)), in_shardings=(None, chains), out_shardings=chains)
-assert collectives_in_loops(sharded.lower({}, starts).compile().as_text())["all-reduce"] > 0  # what the mesh avoids
 
 exported = aejax.linker.export_graph(g, None, chains="chains")  # as docs/many_chains.md runs it on a mesh
 jax.config.update("jax_enable_x64", exported.x64)  # as a runner of exports does (docs/export.md)
+chains = jax.sharding.NamedSharding(run.mesh, jax.sharding.PartitionSpec("chains"))
+sharded = jax.jit(jax.vmap(run.graph.fn, in_axes=(None, 0)), in_shardings=(None, chains), out_shardings=chains)
+assert collectives_in_loops(sharded.lower({}, starts).compile().as_text())["all-reduce"] > 0  # what the mesh avoids
 mesh = jax.sharding.Mesh(np.array(jax.devices()), ("chains",))
 blocks = jax.shard_map(exported.call, mesh=mesh, in_specs=jax.sharding.PartitionSpec("chains"),
                        out_specs=jax.sharding.PartitionSpec("chains"))

@@ -11,8 +11,8 @@ import jax.export
 import numpy as np
 import pytest
 from aesara.tensor.random.utils import RandomStream
-from jax.experimental import disable_x64, enable_x64
 
+from aejax.adapters.jax_api import disable_x64, enable_x64
 from aejax.linker import PrecisionWarning, jaxify
 
 

@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.experimental import disable_x64
 
+from aejax.adapters.jax_api import disable_x64
 from aejax.linker import jaxify
 from tests.reference import REFERENCE
 

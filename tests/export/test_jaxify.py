@@ -102,6 +102,7 @@ SHARDING_PROGRAM = textwrap.dedent(
     """
     import jax, numpy as np
     jax.config.update("jax_enable_x64", True)
+    import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
     import aesara, aesara.tensor as at
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
     from aejax.linker import jaxify

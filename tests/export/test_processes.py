@@ -3,6 +3,7 @@
 from tests.processes import run_in_processes
 
 TWO_PROCESSES = """
+import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
 import aesara, jax, numpy as np
 import aejax.linker
 from aejax.linker import many_chains

@@ -16,6 +16,7 @@ THRESHOLD = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
 PROGRAM = textwrap.dedent(
     """
     import json, sys
+    import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
     import aesara, aesara.tensor as at, jax, numpy as np
     import aejax.linker
     from aejax.linker.program.persistent_cache import cache_directory

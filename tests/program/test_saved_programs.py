@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = textwrap.dedent(
     """
     import json, sys
+    import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
     import aesara, aesara.tensor as at, jax, numpy as np
     from aesara.raise_op import Assert
     from aesara.tensor.random.utils import RandomStream
@@ -323,6 +324,7 @@ def test_a_function_given_its_programs_by_the_store_warns_when_a_shape_input_tak
 TWO_DEVICES = textwrap.dedent(
     """
     import json, sys
+    import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
     import aesara, aesara.tensor as at, jax, numpy as np
     from aesara.raise_op import Assert
     import aejax.linker
@@ -375,6 +377,7 @@ FAULTS = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
+    import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
     import aesara, aesara.tensor as at, jax, numpy as np
     from aesara.raise_op import Assert
     from aesara.tensor.random.utils import RandomStream

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import aejax.linker
+from aejax.adapters.jax_api import enable_x64
 from aejax.linker import ShapeInputWarning
 from tests.counting import Halve
 from tests.reference import compile_both
@@ -77,7 +78,7 @@ def test_a_program_jax_traces_again_reads_the_same_static_values():
     jax = pytest.importorskip("jax")
     x, n = at.dscalar("x"), at.lscalar("n")
     f = aesara.function([x, n], at.alloc(Halve()(x), n), mode=aejax.linker.device_mode)
-    with jax.experimental.enable_x64():
+    with enable_x64(True):
         Halve.traced = 0
         np.testing.assert_array_equal(f(jax.numpy.array(2.0, dtype="float64"), 3), [1.0, 1.0, 1.0])
         weak = jax.numpy.asarray(4.0)

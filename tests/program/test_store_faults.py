@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHILD = textwrap.dedent(
     """
     import json, sys, warnings
+    import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
     import aesara, aesara.tensor as at, jax, numpy as np
     import aejax.linker
     from tests.counting import TRACES

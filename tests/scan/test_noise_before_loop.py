@@ -21,6 +21,7 @@ from scipy import stats
 
 import aejax.linker
 from aejax.linker.scan import noise
+from tests.jaxprs import inner_jaxprs
 from tests.reference import REFERENCE
 
 DRAWS = {"random_bits", "random_split", "random_fold_in"}
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.kind("random")
 def _inside(loop: str, jaxpr: Any, inside: bool) -> set[str]:
     found = {eqn.primitive.name for eqn in jaxpr.eqns} if inside else set()
     for eqn in jaxpr.eqns:
-        for sub in jax.core.jaxprs_in_params(eqn.params):
+        for sub in inner_jaxprs(eqn.params):
             found |= _inside(loop, sub, inside or eqn.primitive.name == loop)
     return found
 

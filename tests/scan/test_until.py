@@ -9,6 +9,7 @@ from aesara.scan.op import Scan
 from aesara.scan.utils import until
 
 import aejax.linker
+from tests.jaxprs import inner_jaxprs
 from tests.reference import assert_matches_reference, assert_raises_like_reference
 
 
@@ -51,7 +52,7 @@ def largest_leading_size(fn, *args):
     def walk(jaxpr):
         for eqn in jaxpr.eqns:
             sizes.extend(var.aval.shape[0] for var in eqn.outvars if getattr(var.aval, "shape", ()))
-            for sub in jax.core.jaxprs_in_params(eqn.params):
+            for sub in inner_jaxprs(eqn.params):
                 walk(sub)
 
     walk(jax.make_jaxpr(fn)(*args).jaxpr)
