@@ -257,11 +257,12 @@ REWRITTEN_MODULES = frozenset(
         "aesara.tensor.type",
     }
 )
-"""The modules of Aesara 2.9.4 that use what numpy 2 removed (``tests/adapters/test_numpy2.py`` reads them all)."""
+"""The modules of Aesara 2.9.4 that use what numpy 2 removed or changed (``tests/adapters/test_numpy2.py`` reads
+them all)."""
 
 
 class _PointAtStandIns(ast.NodeTransformer):
-    """Points a module's uses of removed numpy names and methods at this module's stand-ins."""
+    """Points a module's uses of what numpy 2 removed or changed at this module's stand-ins (the tables above)."""
 
     def __init__(self, module):
         self.scalars = PYTHON_SCALARS.get(module, {})

@@ -362,9 +362,13 @@ GAUSSIAN_PRECISION = np.linalg.inv(np.array([[1.0, 0.5], [0.5, 1.0]]))
 
 
 def gaussian_logprob(q: Any) -> Any:
-    """Log-density (up to a constant) of a 2-D Gaussian with correlation 0.5, for an Aesara or a JAX ``q``."""
-    d = q - GAUSSIAN_MEAN
-    return -0.5 * (d @ GAUSSIAN_PRECISION @ d)
+    """Log-density (up to a constant) of a 2-D Gaussian with correlation 0.5, for an Aesara or a JAX ``q``.
+
+    The constants are made in ``q``'s dtype: JAX 0.12 converts a float64 numpy constant of an eager op to a float64
+    buffer in a thread whose ``jax_enable_x64`` is off while the process's is on, where the op expects float32."""
+    mean, precision = (np.asarray(constant, dtype=q.dtype) for constant in (GAUSSIAN_MEAN, GAUSSIAN_PRECISION))
+    d = q - mean
+    return -0.5 * (d @ precision @ d)
 
 
 def gaussian_state(q: np.ndarray) -> tuple[np.ndarray, np.float64, np.ndarray]:
