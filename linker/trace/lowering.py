@@ -251,10 +251,24 @@ def _rows_of_run_time_length(node: Apply, fn: Callable[..., Any], args: Sequence
 
 
 def lookup(env: Mapping[Variable, Any], var: Variable) -> Any:
-    """The value of ``var`` in ``env``, or its data if it is a constant."""
+    """The value of ``var`` in ``env``, or its data if it is a constant (`constant_data`)."""
     if isinstance(var, Constant):
-        return var.data
+        return constant_data(var.data)
     return env[var]
+
+
+def constant_data(data: Any) -> Any:
+    """A constant's ``data`` as a lowering gets it: a copy of an array whose dtype this precision narrows.
+
+    JAX 0.12 keeps a loop body's trace per numpy array object across
+    precisions: an array first lowered with ``jax_enable_x64`` on and then
+    closed over by a ``lax.while_loop`` body with it off compiles as float64
+    beside float32 (XLA rejects the program). A copy is a new object; arrays
+    of the same dtype in both precisions are shared as they are.
+    """
+    if isinstance(data, np.ndarray) and data.ndim and jax.dtypes.canonicalize_dtype(data.dtype) != data.dtype:
+        return data.copy()
+    return data
 
 
 MAX_DIMS = 64 if NUMPY2 else 32

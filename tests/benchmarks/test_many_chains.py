@@ -19,13 +19,6 @@ sys.path.insert(0, str(BENCHMARKS))
 import many_chains  # noqa: E402
 import workloads  # noqa: E402
 
-pytestmark = pytest.mark.skipif(
-    jax.__version_info__ >= (0, 12),
-    reason="on JAX 0.12, the 32-bit jaxify of aehmc's NUTS after the same model was compiled with x64 in the process "
-    "(tests/benchmarks/test_cold_start.py) meets float64 constants (lax.sub float32/float64): not yet found (#60); "
-    "these run on the old pins (.ci/run)",
-)
-
 CHAINS = 2
 TRANSITIONS = 5
 

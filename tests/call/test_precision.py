@@ -17,10 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from aesara.graph.fg import FunctionGraph
+from aesara.scan.utils import until
 
 import aejax.linker
 from aejax.adapters.jax_api import disable_x64, enable_x64
-from aejax.linker import AejaxDeviceMode, InputValueError
+from aejax.linker import AejaxDeviceMode, InputValueError, jaxify
 from aejax.linker.call.precision import graph_variables, program_x64
 from tests.reference import REFERENCE, assert_matches_reference
 
@@ -135,6 +136,22 @@ def test_a_float64_value_in_a_scan_step_makes_the_program_compute_with_x64():
     f = aesara.function([x], steps[-1], mode="AEJAX")
     assert all(var.type.dtype != "float64" for var in f.maker.fgraph.variables)
     assert program_x64(f.maker.fgraph, None, backend="tpu") is True
+
+
+def test_a_constant_array_lowered_with_x64_and_then_without_it_computes_in_each_precision():
+    # One numpy array object in both programs (a model's module-level constant): JAX 0.12 kept the float64 trace of
+    # the loop body's constant for the 32-bit program, which XLA then rejected.
+    shift = np.array([1.0, -2.0])
+    x = at.dvector("x")
+    steps, _ = aesara.scan(lambda h: (h - shift, until(at.sum(h) > 10.0)), outputs_info=x, n_steps=5)
+    expected = np.array([-1.0, 5.0])  # x - 2 * shift: the loop has not stopped by its second step
+    f64 = aesara.function([x], steps[1], mode="AEJAX")
+    np.testing.assert_array_equal(f64(np.ones(2)), expected)
+    with disable_x64():
+        graph = jaxify([x], steps[1])
+        computed = jax.jit(graph.fn)(graph.state, np.ones(2, np.float32))[0]
+    assert computed.dtype == np.float32
+    np.testing.assert_array_equal(computed, expected)
 
 
 def test_the_program_of_a_float32_graph_without_x64_holds_no_float64_operation():
