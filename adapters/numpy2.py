@@ -40,6 +40,12 @@ Python float's constant)                       ``0.9`` became a float32 constant
 ``Stream``'s draw, ``mrg_next_value``)         int32; `numpy1_scalar` gives the int64 1.26 used
 ``np.int8(300.7)`` of a Python scalar          ``OverflowError`` where 1.26 kept the low bits (44);
 (``Cast.impl``, Aesara's reference of a cast)  `numpy1_cast` casts it as 1.26 did
+``np.array(-1, dtype=uint8)`` (the rewrite of  ``OverflowError``, so the rewrite failed; `numpy1_array`
+``-x`` to ``-1 * x``, of ``x * -y``)           keeps the low bits (255), as 1.26 did
+``np.asarray(v, scalar_type)`` (gradients of   ``ValueError``: numpy 2 takes an object's ``dtype`` only
+``deg2rad``, ``rad2deg``)                      if it is a numpy dtype; `numpy1_asarray` reads the name
+``np.unique(x, return_inverse=True)``          silent: the inverse has ``x``'s shape, not the 1-d of
+(``Unique.perform``, axis none)                ``Unique``'s type; `numpy1_unique` flattens it
 =============================================  ===================================================
 
 ``numpy.lib.stride_tricks._broadcast_shape``, also removed, needs nothing: Aesara 2.9.4 imports it only where
@@ -166,6 +172,38 @@ def numpy1_scalar(value):
     return value
 
 
+def numpy1_array(value, dtype=None, **options):
+    """numpy 1.26's ``np.array(value, dtype)`` (`_numpy1_conversion`)."""
+    return np.array(*_numpy1_conversion(value, dtype), **options)
+
+
+def numpy1_asarray(value, dtype=None, **options):
+    """numpy 1.26's ``np.asarray(value, dtype)`` (`_numpy1_conversion`)."""
+    return np.asarray(*_numpy1_conversion(value, dtype), **options)
+
+
+def _numpy1_conversion(value, dtype):
+    """``value`` and ``dtype`` as numpy 1.26 converted them: ``dtype`` may be an object whose ``dtype`` names one
+    (Aesara's ``ScalarType``), and a Python int of 64 bits outside an integer dtype's range keeps its low bits."""
+    if dtype is None:
+        return value, None
+    dtype = _dtype(dtype)
+    if type(value) is int and dtype.kind in "iu" and -(2**63) <= value < 2**63:
+        limits = np.iinfo(dtype)
+        if not limits.min <= value <= limits.max:
+            return np.asarray(value).astype(dtype), dtype
+    return value, dtype
+
+
+def numpy1_unique(array, **options):
+    """numpy 1.26's ``np.unique``: without an axis, the inverse indices are flat (numpy 2 shapes them as ``array``)."""
+    found = np.unique(array, **options)
+    if not options.get("return_inverse") or options.get("axis") is not None:
+        return found
+    inverse = 1 + bool(options.get("return_index"))
+    return (*found[:inverse], found[inverse].reshape(-1), *found[inverse + 1 :])
+
+
 def copy_random_state(value):
     """``copy.copy`` as numpy 1.26 made it: a numpy random generator's copy has a state of its own."""
     if isinstance(value, np.random.Generator | np.random.RandomState):
@@ -211,8 +249,14 @@ PYTHON_SCALARS = {
 """Per module and function, the Python scalar that numpy 2 compares or combines with a numpy value (an operand:
 read as `numpy1_scalar` gives it) or casts (``f(input)``: called as `numpy1_cast`) otherwise than 1.26 did."""
 
-REPLACED_CALLS = {"aesara.tensor.random.op": {"copy": copy_random_state}}
-"""Per module, the functions whose calls are replaced: ``copy(rng)`` of a non-inplace ``RandomVariable.perform``."""
+REPLACED_CALLS = {
+    "aesara.tensor.random.op": {"copy": copy_random_state},
+    "aesara.tensor.rewriting.math": {"np.array": numpy1_array, "np.asarray": numpy1_asarray},
+    "aesara.scalar.basic": {"np.asarray": numpy1_asarray},
+    "aesara.tensor.extra_ops": {"np.unique": numpy1_unique},
+}
+"""Per module, the functions whose calls are replaced: ``copy(rng)`` of a non-inplace ``RandomVariable.perform``,
+the conversions of Python ints and of dtypes named by Aesara's types, ``Unique.perform``'s ``np.unique``."""
 
 FLAGS_MODULE = "aesara.configparser"
 """The Aesara module that reads ``AESARA_FLAGS`` when imported: under numpy 2 its ``cxx`` defaults to none."""
@@ -252,6 +296,7 @@ REWRITTEN_MODULES = frozenset(
         "aesara.tensor.nnet.conv",
         "aesara.tensor.random.op",
         "aesara.tensor.random.type",
+        "aesara.tensor.rewriting.math",
         "aesara.tensor.slinalg",
         "aesara.tensor.special",
         "aesara.tensor.type",
@@ -318,10 +363,9 @@ class _PointAtStandIns(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        if isinstance(node.func, ast.Name) and node.func.id in self.replaced:
-            node.func = ast.copy_location(
-                ast.Attribute(_stand_in(), self.replaced[node.func.id].__name__, ast.Load()), node.func
-            )
+        replacement = self.replaced.get(_call_name(node.func))
+        if replacement is not None:
+            node.func = ast.copy_location(ast.Attribute(_stand_in(), replacement.__name__, ast.Load()), node.func)
         if len(node.args) == 1 and self._names_scalar(node.args[0], "cast"):
             cast = ast.Attribute(_stand_in(), "numpy1_cast", ast.Load())
             return ast.copy_location(ast.Call(cast, [node.func, node.args[0]], []), node)
@@ -354,6 +398,15 @@ class _PointAtStandIns(ast.NodeTransformer):
 
 def _stand_in():
     return ast.Name(STAND_IN, ast.Load())
+
+
+def _call_name(function):
+    """The name a call's ``function`` is written as: ``copy`` or ``np.unique`` (``numpy.`` read as ``np.``)."""
+    if isinstance(function, ast.Name):
+        return function.id
+    if isinstance(function, ast.Attribute) and _names_numpy(function.value):
+        return f"np.{function.attr}"
+    return None
 
 
 def _names_numpy(node):

@@ -15,6 +15,7 @@ failed where AEJAX returned values: not a failure, but worth a look.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import tomllib
 from collections import Counter
@@ -62,6 +63,9 @@ class Expected:
     """Not run at all (``--deselect``): the test hangs where pytest-timeout cannot stop it."""
     flaky: bool = False
     """Fails in some runs only: a pass counts as passed, not as listed but passing."""
+    numpy: int | None = None
+    """The major version of numpy under which the test fails (``numpy = 2``: the suite or Aesara against numpy 2);
+    none: under any."""
 
     def matches(self, nodeid: str) -> bool:
         """The entry names this test, or a file, class or parametrized function that holds it."""
@@ -72,14 +76,19 @@ class Expected:
         return self.test.endswith(("/", "::")) or nodeid[len(self.test)] in "[:/"
 
 
-def load_expected(path: Path) -> dict[str, list[Expected]]:
-    """``expected.toml`` as suite -> entries; a missing file expects nothing."""
+NUMPY_MAJOR = int(importlib.metadata.version("numpy").split(".")[0])
+"""The major version of the numpy the suites run with (this interpreter's: the runner starts pytest with it)."""
+
+
+def load_expected(path: Path, numpy_major: int = NUMPY_MAJOR) -> dict[str, list[Expected]]:
+    """``expected.toml`` as suite -> the entries that hold under ``numpy_major``; a missing file expects nothing."""
     if not path.exists():
         return {}
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     expected = {}
     for suite, entries in data.items():
-        expected[suite] = [_entry(suite, item) for item in entries]
+        found = (_entry(suite, item) for item in entries)
+        expected[suite] = [entry for entry in found if entry.numpy in (None, numpy_major)]
     return expected
 
 
@@ -92,7 +101,12 @@ def _entry(suite: str, item: dict[str, Any]) -> Expected:
             f"expected.toml: {item['test']}: category {item['category']!r} is none of {', '.join(CATEGORIES)}"
         )
     return Expected(
-        item["test"], item["category"], item["reason"], bool(item.get("skip", False)), bool(item.get("flaky", False))
+        item["test"],
+        item["category"],
+        item["reason"],
+        bool(item.get("skip", False)),
+        bool(item.get("flaky", False)),
+        item.get("numpy"),
     )
 
 

@@ -17,7 +17,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from aesara.tensor.basic import Choose, Default, Nonzero, PermuteRowElements, Split
-from aesara.tensor.extra_ops import CpuContiguous, FillDiagonal, FillDiagonalOffset, SearchsortedOp, UnravelIndex
+from aesara.tensor.extra_ops import (
+    CpuContiguous,
+    FillDiagonal,
+    FillDiagonalOffset,
+    Repeat,
+    SearchsortedOp,
+    UnravelIndex,
+)
 from aesara.tensor.math import Convolve
 from aesara.tensor.sort import TopKOp
 
@@ -220,6 +227,16 @@ def _top_k(op: TopKOp, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
         return _one_or_tuple([jnp.moveaxis(out, -1, op.axis) for out in outputs])
 
     return top_k
+
+
+@jax_funcify.register(Repeat)
+def _repeat(op: Repeat, node: Any = None, **kwargs: Any) -> Callable[..., Any]:
+    # Concrete repeats as int64: JAX sums them, or multiplies them by the array's size, in the repeats' own dtype
+    # under numpy 2 (an int8 3 times 100 elements made 44; numpy 1.26 widened it).
+    def repeat(x: Any, repeats: Any) -> Any:
+        return jnp.repeat(x, repeats if is_traced(repeats) else np.asarray(repeats, np.int64), axis=op.axis)
+
+    return repeat
 
 
 @jax_funcify.register(UnravelIndex)

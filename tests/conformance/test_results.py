@@ -58,6 +58,14 @@ def test_each_test_lands_in_one_column():
     assert "| s | 3 | 2 | 1 | 1 | 1 | 1 | 1 | 1.0 min |" in table([result])
 
 
+def test_an_entry_for_one_numpy_holds_only_under_it(tmp_path: Path):
+    path = tmp_path / "expected.toml"
+    entries = [("t.py::any", ""), ("t.py::old", "numpy = 1\n"), ("t.py::new", "numpy = 2\n")]
+    path.write_text("".join(f'[[s]]\ntest = "{t}"\ncategory = "reference"\nreason = "r"\n{n}' for t, n in entries))
+    for major, tests in ((1, ["t.py::any", "t.py::old"]), (2, ["t.py::any", "t.py::new"])):
+        assert [entry.test for entry in load_expected(path, numpy_major=major)["s"]] == tests
+
+
 def test_an_unknown_category_is_refused(tmp_path: Path):
     path = tmp_path / "expected.toml"
     path.write_text('[[s]]\ntest = "t.py::x"\ncategory = "flaky"\nreason = "r"\n')

@@ -12,6 +12,7 @@ from aesara.tensor.basic import PermuteRowElements, Tri, choose, default
 from aesara.tensor.blas import Dot22, Dot22Scalar, gemm_no_inplace, gemv_no_inplace, ger
 from aesara.tensor.extra_ops import (
     CpuContiguous,
+    Repeat,
     fill_diagonal,
     fill_diagonal_offset,
     ravel_multi_index,
@@ -175,6 +176,15 @@ def test_linalg_op_matches_reference(build):
 def test_lstsq_residuals_for_a_tall_full_rank_system():
     a, b = _m("a"), _m("b")
     assert_matches_reference([a, b], [nlinalg.lstsq(a, b, -1)[1]], X.T, X.T[:, :2], rtol=1e-8)
+
+
+@pytest.mark.parametrize("axis", [None, 1])
+def test_repeat_by_a_small_integer_constant_counts_in_64_bits(axis):
+    """An int8 count of 3 over 100 elements repeats them into 300 (under numpy 2, JAX computed it in int8: 44)."""
+    x = _m()
+    repeated = Repeat(axis=axis)(x, at.constant(3, dtype="int8"))
+    got = assert_matches_reference([x], [repeated, aesara.grad(repeated.sum(), x)], rng.normal(size=(10, 10)))
+    assert got[0].size == 300
 
 
 def test_fill_diagonal_of_a_cube_fills_its_main_diagonal_only():
