@@ -48,6 +48,10 @@ Python float's constant)                       ``0.9`` became a float32 constant
 (``Unique.perform``, axis none)                ``Unique``'s type; `numpy1_unique` flattens it
 =============================================  ===================================================
 
+On the same stack, setuptools 80 and later deprecate ``find_executable``, with which Aesara's flags look for the
+C++ compiler whenever Aesara is imported (a ``DeprecationWarning``, an error under ``-W error`` or a test suite's
+``filterwarnings = error``): Aesara gets ``shutil.which``, which setuptools names in its place.
+
 ``numpy.lib.stride_tricks._broadcast_shape``, also removed, needs nothing: Aesara 2.9.4 imports it only where
 ``np.broadcast_shapes`` is missing, which numpy 2 has.
 
@@ -63,6 +67,7 @@ import importlib.abc
 import importlib.machinery
 import operator
 import os
+import shutil
 import sys
 import types
 
@@ -254,9 +259,11 @@ REPLACED_CALLS = {
     "aesara.tensor.rewriting.math": {"np.array": numpy1_array, "np.asarray": numpy1_asarray},
     "aesara.scalar.basic": {"np.asarray": numpy1_asarray},
     "aesara.tensor.extra_ops": {"np.unique": numpy1_unique},
+    "aesara.configdefaults": {"find_executable": shutil.which},
 }
 """Per module, the functions whose calls are replaced: ``copy(rng)`` of a non-inplace ``RandomVariable.perform``,
-the conversions of Python ints and of dtypes named by Aesara's types, ``Unique.perform``'s ``np.unique``."""
+the conversions of Python ints and of dtypes named by Aesara's types, ``Unique.perform``'s ``np.unique``, the
+compiler lookup of Aesara's flags."""
 
 FLAGS_MODULE = "aesara.configparser"
 """The Aesara module that reads ``AESARA_FLAGS`` when imported: under numpy 2 its ``cxx`` defaults to none."""
@@ -281,6 +288,7 @@ REMOVED_MODULES = frozenset({"numpy.distutils.system_info", "numpy.core.numeric"
 REWRITTEN_MODULES = frozenset(
     {
         "aesara.compile.debugmode",
+        "aesara.configdefaults",
         "aesara.link.c.basic",
         "aesara.link.c.cmodule",
         "aesara.link.jax.dispatch.random",

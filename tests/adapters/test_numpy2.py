@@ -1089,6 +1089,16 @@ def test_aesaras_compiler_is_none_under_numpy_2_unless_the_flags_name_one(tmp_pa
 
 
 @numpy2_only
+def test_aejax_and_aesara_import_with_warnings_as_errors(tmp_path):
+    """Under numpy 2, ``import aejax.linker`` warns nothing that ``-W error`` (a suite's ``filterwarnings = error``) would raise:
+    under numpy 2, Aesara's compiler lookup uses ``shutil.which``, not setuptools' deprecated ``find_executable``."""
+    done = _run(
+        "import aejax.linker, aesara.tensor\n", AESARA_FLAGS=f"base_compiledir={tmp_path}", PYTHONWARNINGS="error"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@numpy2_only
 @pytest.mark.parametrize(
     "first",
     [
