@@ -193,7 +193,7 @@ class LoweredGraph:
             return self._if_else(node, env)
         if type(fn) is DeferredLowering:
             fn = fn.lowering()
-        args = ranges_bounded(node, fn, [lookup(env, var) for var in node.inputs])
+        args = ranges_bounded(node, fn, [lowering_input(env, var) for var in node.inputs])
         taking = taking_run_time_lengths(node, fn, args)
         if isinstance(taking, NeedsSplit):
             return Split(taking)
@@ -229,7 +229,7 @@ class LoweredGraph:
             inner = ChainMap({}, env)
             with tracing(inner):
                 self._run(branch.steps, inner)
-            return [lookup(inner, var) for var in branch_inputs(node, side)]
+            return [lowering_input(inner, var) for var in branch_inputs(node, side)]
 
         return values
 
@@ -251,7 +251,14 @@ def _rows_of_run_time_length(node: Apply, fn: Callable[..., Any], args: Sequence
 
 
 def lookup(env: Mapping[Variable, Any], var: Variable) -> Any:
-    """The value of ``var`` in ``env``, or its data if it is a constant (`constant_data`)."""
+    """The value of ``var`` in ``env``, or its data if it is a constant."""
+    if isinstance(var, Constant):
+        return var.data
+    return env[var]
+
+
+def lowering_input(env: Mapping[Variable, Any], var: Variable) -> Any:
+    """The value of ``var`` as a node's lowering gets it while tracing: a constant's data through `constant_data`."""
     if isinstance(var, Constant):
         return constant_data(var.data)
     return env[var]
