@@ -9,14 +9,15 @@ tomllib = pytest.importorskip("tomllib")
 
 ROOT = Path(__file__).resolve().parents[1]
 
+PACKAGE_FOLDERS = ("adapters", "linker", "sampling")
+"""The repository's top-level folders of the package's sources."""
+
 
 def test_every_package_folder_is_mapped_into_the_aejax_namespace():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     mapped = {folder: package for package, folder in config["package-dir"].items()}
     folders = {
-        str(init.parent.relative_to(ROOT))
-        for top in ("adapters", "linker")
-        for init in (ROOT / top).rglob("__init__.py")
+        str(init.parent.relative_to(ROOT)) for top in PACKAGE_FOLDERS for init in (ROOT / top).rglob("__init__.py")
     }
     assert folders == set(mapped)
     assert sorted(mapped.values()) == sorted(config["packages"])
@@ -35,7 +36,7 @@ def test_sources_cite_only_files_in_the_repository():
     cited = re.compile(r"(?<![\w./\"-])[\w./-]+\.(?:md|rst|toml|json|png|py)\b(?!\")")
     missing = {
         (str(path.relative_to(ROOT)), name)
-        for top in ("adapters", "linker")
+        for top in PACKAGE_FOLDERS
         for path in (ROOT / top).rglob("*.py")
         for name in cited.findall(path.read_text())
         if not any((folder / name).exists() for folder in (ROOT, path.parent))

@@ -1,0 +1,265 @@
+"""`sample`: a model of Aesara random variables, sampled by NUTS on many chains, into ArviZ's InferenceData.
+
+The call plans, compiles, then runs. Planning (`aejax.sampling.model`)
+builds the model's graphs once: the log-density on the unconstrained scale,
+what each draw gives back, the forward transforms of initial values. They
+are exported as JAX functions (`aejax.sampling.density`) in the model's
+precision (64 bits for a float64 model, as Aesara computes it). Three
+programs run them, each vmapped over the chains (``jax.shard_map`` of that
+over ``mesh=``, one block of chains per device): the chains' starts, the
+sampler's warmup and draws (one program), and the draws' posterior and
+log-likelihoods.
+
+The key decides every draw: chain ``k`` has the key
+``jax.random.split(key, chains)[k]``, so one key gives the same draws on one
+device as on a mesh.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import operator
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from aeppl.transforms import RVTransform
+from aesara.graph.basic import Variable
+from jax.sharding import Mesh, PartitionSpec
+
+from aejax.linker.call.precision import running_in
+from aejax.linker.chains import chain_axis, chain_mesh
+from aejax.linker.checks import PASSED
+from aejax.linker.mesh import gathered
+from aejax.sampling.density import JaxModel
+from aejax.sampling.initial import drawn_start, raise_failed_start, start_failure
+from aejax.sampling.layout import Layout
+from aejax.sampling.model import model_graphs
+from aejax.sampling.samplers import SAMPLERS, Settings
+
+NEEDS = {"numpyro": "numpyro", "blackjax": "blackjax"}
+"""The module each sampler needs."""
+
+
+def sample(
+    *random_variables: Variable,
+    observed: Mapping[Variable, Any],
+    sampler: str = "numpyro",
+    chains: int = 4,
+    warmup: int = 1000,
+    draws: int = 1000,
+    key: Any = 0,
+    target_accept: float = 0.8,
+    max_tree_depth: int = 10,
+    dense_mass: bool = False,
+    transforms: Mapping[Variable | str, RVTransform | None] | None = None,
+    deterministics: Mapping[str, Variable] | None = None,
+    initial: Mapping[str, Any] | None = None,
+    reject_failed_checks: bool = True,
+    mesh: Mesh | Sequence[Any] | None = None,
+    progress: bool | None = None,
+    x64: bool | None = None,
+) -> Any:
+    """Sample the model's free variables given ``observed``, by NUTS; return ArviZ's ``InferenceData``.
+
+    Parameters
+    ----------
+    random_variables
+        The random variables to sample (named); none: every random variable
+        the observed ones depend on.
+    observed
+        Each observed random variable's value.
+    sampler
+        ``"numpyro"`` (NumPyro's NUTS) or ``"blackjax"`` (BlackJAX's), each
+        after Stan's window adaptation of its step size and mass matrix.
+    chains, warmup, draws
+        The number of chains, and of warmup and kept transitions of each.
+    key
+        A JAX PRNG key or an int seed: it decides every draw.
+    target_accept, max_tree_depth, dense_mass
+        NUTS's target acceptance rate, its largest tree depth, and a dense
+        (not diagonal) mass matrix.
+    transforms
+        A free variable (or its name) to an aeppl ``RVTransform``, or to
+        ``None`` to sample it unconstrained; the others take aeppl's default
+        transform for their distribution.
+    deterministics
+        Names of Aesara expressions of the model's variables, computed at
+        every draw into the posterior.
+    initial
+        A free variable's name to its initial value (constrained scale), the
+        same for every chain or one per chain (a leading axis of
+        ``chains``); the others start as Stan starts them: uniform in (-2, 2)
+        on the unconstrained scale, drawn again where the log-density or
+        its gradient is not finite.
+    reject_failed_checks
+        A proposal that fails one of the log-density's checks (aeppl's
+        parameter checks), or whose log-density is not finite, is rejected
+        (log-density ``-inf``), as Stan does. ``False``: the checks do not
+        take part in sampling, and a draw that fails one raises it.
+    mesh
+        A ``jax.sharding.Mesh`` or a list of devices: each runs its own block
+        of the chains (``chains`` must be a multiple of the devices).
+    progress
+        A progress bar for the warmup and the draws (``None``: when tqdm is installed).
+    x64
+        Compute in 64 bits (``None``: as the model's dtype, float64 for Aesara's default floatX).
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior`` (constrained, with the deterministics), ``sample_stats``
+        (diverging, acceptance_rate, step_size, n_steps, energy, lp and, with
+        BlackJAX, tree_depth), ``log_likelihood`` (one entry per observation)
+        and ``observed_data``.
+    """
+    settings = checked_settings(sampler, chains, warmup, draws, target_accept, max_tree_depth, dense_mass, progress)
+    mesh = chain_mesh(mesh)
+    if mesh is not None and chains % mesh.size:
+        raise ValueError(f"chains={chains} cannot be split across the mesh's {mesh.size} devices: ask for a multiple")
+    graphs = model_graphs(random_variables, observed, transforms, deterministics)
+    x64 = graphs.x64 if x64 is None else x64
+    with running_in(x64):
+        model = JaxModel.of(graphs)
+        start_keys, sample_keys = chain_keys(key, chains)
+        positions = starts(model, start_keys, initial or {}, chains, mesh)
+        run = partial(SAMPLERS[sampler], settings=settings)
+        density = model.rejecting_log_density if reject_failed_checks else model.unchecked_log_density
+        program = blocked(lambda key, start, state: run(partial(density, state), key, start), mesh, (0, 0, None))
+        draws_at, stats = program(sample_keys, positions, model.density.state)
+        if not reject_failed_checks:
+            raise_failed_draw(model, draws_at, mesh)
+        posterior, log_likelihood = over_draws(model.draw_quantities, mesh)(model.quantities.state, draws_at)
+        return inference_data(posterior, stats, log_likelihood, graphs.observed)
+
+
+def checked_settings(
+    sampler: str,
+    chains: int,
+    warmup: int,
+    draws: int,
+    target_accept: float,
+    max_tree_depth: int,
+    dense_mass: bool,
+    progress: bool | None,
+) -> Settings:
+    """The chains' `Settings`: `ValueError` or `TypeError` naming the argument at fault, `ImportError` naming the
+    package a sampler needs."""
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler={sampler!r} is not one of {sorted(SAMPLERS)}")
+    if importlib.util.find_spec(NEEDS[sampler]) is None:
+        raise ImportError(f"sampler={sampler!r} needs {NEEDS[sampler]}: pip install 'aejax[sampling]' {NEEDS[sampler]}")
+    for name, value, least in (("chains", chains, 1), ("warmup", warmup, 0), ("draws", draws, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, not {type(value).__name__} ({value!r})")
+        if value < least:
+            raise ValueError(f"{name} must be at least {least}, not {value}")
+    if not 0 < target_accept < 1:
+        raise ValueError(f"target_accept must lie between 0 and 1, not {target_accept}")
+    if operator.index(max_tree_depth) < 1:
+        raise ValueError(f"max_tree_depth must be at least 1, not {max_tree_depth}")
+    if progress is None:
+        progress = importlib.util.find_spec("tqdm") is not None
+    return Settings(int(warmup), int(draws), float(target_accept), int(max_tree_depth), bool(dense_mass), progress)
+
+
+def chain_keys(key: Any, chains: int) -> tuple[Any, Any]:
+    """Each chain's key for its start and for its sampler, from ``key`` (a PRNG key, or an int seed)."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        key = jax.random.key(int(key))
+    per_chain = jax.vmap(jax.random.split)(jax.random.split(key, chains))
+    return per_chain[:, 0], per_chain[:, 1]
+
+
+def blocked(chain: Any, mesh: Mesh | None, in_axes: tuple[int | None, ...]) -> Any:
+    """``chain`` vmapped over the chains (``in_axes``) and jitted; on a mesh, one block of chains per device."""
+    batched = jax.vmap(chain, in_axes=in_axes)
+    if mesh is not None:
+        spec = lambda axis: PartitionSpec(tuple(mesh.axis_names)) if axis == 0 else PartitionSpec()
+        specs = tuple(spec(axis) for axis in in_axes)
+        batched = jax.shard_map(batched, mesh=mesh, in_specs=specs, out_specs=spec(0), check_vma=False)
+    return jax.jit(batched)
+
+
+def starts(model: JaxModel, keys: Any, initial: Mapping[str, Any], chains: int, mesh: Mesh | None) -> Any:
+    """Each chain's start (a flat position): drawn, with the user's ``initial`` values in; raises for a chain whose
+    start fails (`raise_failed_start`)."""
+    names = model.layout.names
+    unknown = sorted(set(initial) - set(names))
+    if unknown:
+        raise ValueError(f"initial= names {unknown}, which are not sampled variables; these are {list(names)}")
+    given = {name: np.asarray(value) for name, value in initial.items()}
+    variables = dict(zip(names, model.forward.inputs))
+    axes = {
+        name: chain_axis(f"initial value of {name!r}", value, variables[name].ndim, chains)
+        for name, value in given.items()
+    }
+
+    def start(key: Any, values: dict[str, Any], density_state: Any, quantities_state: Any, forward_state: Any) -> Any:
+        position, failure = drawn_start(model, density_state, key)
+        if not values:
+            return position, failure, jnp.asarray(-1)
+        drawn, _ = model.draw_quantities(quantities_state, position)
+        constrained = [values.get(name, drawn[name]) for name in names]
+        position = model.unconstrained(forward_state, constrained)
+        return position, start_failure(model, density_state, position), outside_support(model.layout, position)
+
+    program = blocked(start, mesh, (0, axes, None, None, None))
+    positions, failures, outside = program(keys, given, *model.states)
+    raise_outside_support(gathered(outside), names)
+    raise_failed_start(gathered(failures), model.density.checks, bool(given))
+    return positions
+
+
+def outside_support(layout: Layout, position: Any) -> Any:
+    """The index of the first variable whose unconstrained value at ``position`` is not finite, -1 if none: an
+    initial value its transform cannot take (outside its support)."""
+    finite = jnp.stack([jnp.all(jnp.isfinite(value)) for value in layout.unpacked(position)])
+    return jnp.where(jnp.all(finite), -1, jnp.argmin(finite))
+
+
+def raise_outside_support(outside: np.ndarray, names: Sequence[str]) -> None:
+    """`ValueError` naming the variable and the first chain whose initial value lies outside its support."""
+    chains = np.flatnonzero(outside >= 0)
+    if chains.size:
+        name = names[int(outside[chains[0]])]
+        raise ValueError(
+            f"the initial value of {name!r} for chain {int(chains[0])} lies outside its support: its transform "
+            "to the unconstrained scale is not finite there"
+        )
+
+
+def over_draws(function: Any, mesh: Mesh | None) -> Any:
+    """``function(state, position)`` over every chain's draws (positions ``(chains, draws, dims)``)."""
+    return blocked(lambda state, positions: jax.vmap(partial(function, state))(positions), mesh, (None, 0))
+
+
+def raise_failed_draw(model: JaxModel, positions: Any, mesh: Mesh | None) -> None:
+    """Raise the check that the first draw failing one failed, naming its chain and draw."""
+    codes = gathered(
+        over_draws(lambda state, p: model.checked_log_density(state, p)[1], mesh)(model.density.state, positions)
+    )
+    failed = np.argwhere(codes != PASSED)
+    if not failed.size:
+        return
+    chain, draw = (int(i) for i in failed[0])
+    exc_type, message = model.density.checks.entries()[codes[chain, draw]]
+    raise exc_type(f"{message} (at draw {draw} of chain {chain})")
+
+
+def inference_data(
+    posterior: dict[str, Any], stats: dict[str, Any], log_likelihood: dict[str, Any], observed: dict[str, np.ndarray]
+) -> Any:
+    """ArviZ's ``InferenceData`` of the draws: every array as numpy, with leading axes ``(chain, draw)``."""
+    import arviz as az
+
+    as_numpy = lambda values: {name: gathered(value) for name, value in values.items()}
+    return az.from_dict(
+        posterior=as_numpy(posterior),
+        sample_stats=as_numpy(stats),
+        log_likelihood=as_numpy(log_likelihood),
+        observed_data=observed,
+    )
