@@ -232,8 +232,8 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     """The plain-text table of ``rows``, with a legend of its columns."""
     legend = (
         "first s: time to first result (process wall time); /NumPyro: over NumPyro's own model's, median of "
-        "rounds;\nimports, compile, warmup, draws: the run's own split (s; NumPyro's own model runs warmup and draws in "
-        "one loop: both under warmup);\nleapfrog: steps per transition (draws); "
+        "rounds;\nimports, compile, warmup, draws: the run's own split (s; NumPyro's own model, and the numpyro and "
+        "blackjax routes (aejax.sampling.sample), run warmup and draws in one program: both under warmup);\nleapfrog: steps per transition (draws); "
         "ESS: min bulk ESS of mu, tau;\nESS/s: per second of warmup + draws; ESS/s1st: per second of first result; "
         "div: divergences; ESS/draw, ESS/step: per draw and per leapfrog step, all chains"
     )

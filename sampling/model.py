@@ -112,6 +112,53 @@ def model_graphs(
     )
 
 
+def density_graphs(
+    log_density: Variable, values: Sequence[Variable], deterministics: Mapping[str, Variable] | None = None
+) -> ModelGraphs:
+    """The graphs of sampling ``log_density``, a scalar expression of the value variables ``values`` (named, of
+    fixed shapes), on their own scale: no transform, no observations."""
+    values = list(values)
+    if not values:
+        raise ValueError("values= is empty: name the variables log_density is a function of")
+    check_values(log_density, values)
+    own = {var.name: var for var in values}
+    posterior = {**own, **deterministic_graphs(deterministics or {}, {}, own)}
+    layout = Layout(tuple(own), tuple(tuple(var.type.shape) for var in values))
+    return ModelGraphs(
+        layout=layout,
+        values=tuple(values),
+        log_density=at.as_tensor_variable(log_density),
+        posterior=posterior,
+        log_likelihood={},
+        observed={},
+        placeholders=tuple(values),
+        unconstrained=tuple(values),
+    )
+
+
+def check_values(log_density: Variable, values: Sequence[Variable]) -> None:
+    """`TypeError` or `ValueError` naming what cannot be sampled: a log-density that is not a float scalar, a value
+    that is unnamed, named twice, discrete, of a shape not fixed in its type, or not among the log-density's inputs."""
+    if not isinstance(log_density, Variable) or log_density.ndim != 0 or not log_density.dtype.startswith("float"):
+        raise TypeError(f"log_density must be a scalar Aesara expression of floats, not {log_density!r}")
+    inputs = set(ancestors([log_density]))
+    names = [var.name for var in values]
+    for var in values:
+        if not isinstance(var, Variable) or not var.name:
+            raise ValueError(f"every value variable needs a name: {var!r} has none")
+        if names.count(var.name) > 1:
+            raise ValueError(f"several value variables are named {var.name!r}: give each its own name")
+        if not var.dtype.startswith("float"):
+            raise TypeError(f"the value variable {var.name!r} is {var.dtype}: NUTS samples floats only")
+        if any(n is None for n in var.type.shape):
+            raise ValueError(
+                f"the value variable {var.name!r} has shape {var.type.shape}: fix its shape in its type, "
+                f"e.g. at.tensor('float64', shape=(3,), name={var.name!r})"
+            )
+        if var not in inputs:
+            raise ValueError(f"log_density does not depend on the value variable {var.name!r}")
+
+
 def is_random_variable(var: Variable) -> bool:
     """Whether ``var`` is the draw of an Aesara ``RandomVariable``."""
     return var.owner is not None and isinstance(var.owner.op, RandomVariable) and var.owner.default_output() is var

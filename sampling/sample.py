@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import importlib.util
 import operator
+import time
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
+import aesara
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,7 +39,7 @@ from aejax.linker.mesh import gathered
 from aejax.sampling.density import JaxModel
 from aejax.sampling.initial import drawn_start, raise_failed_start, start_failure
 from aejax.sampling.layout import Layout
-from aejax.sampling.model import model_graphs
+from aejax.sampling.model import ModelGraphs, density_graphs, model_graphs
 from aejax.sampling.samplers import SAMPLERS, Settings
 
 NEEDS = {"numpyro": "numpyro", "blackjax": "blackjax"}
@@ -46,7 +48,9 @@ NEEDS = {"numpyro": "numpyro", "blackjax": "blackjax"}
 
 def sample(
     *random_variables: Variable,
-    observed: Mapping[Variable, Any],
+    observed: Mapping[Variable, Any] | None = None,
+    log_density: Variable | None = None,
+    values: Sequence[Variable] | None = None,
     sampler: str = "numpyro",
     chains: int = 4,
     warmup: int = 1000,
@@ -62,8 +66,14 @@ def sample(
     mesh: Mesh | Sequence[Any] | None = None,
     progress: bool | None = None,
     x64: bool | None = None,
+    dims: Mapping[str, Sequence[str]] | None = None,
+    coords: Mapping[str, Sequence[Any]] | None = None,
 ) -> Any:
     """Sample the model's free variables given ``observed``, by NUTS; return ArviZ's ``InferenceData``.
+
+    The model comes as Aesara random variables (aeppl's convention:
+    ``random_variables`` and ``observed``), or as a ``log_density`` of the
+    value variables ``values``.
 
     Parameters
     ----------
@@ -72,6 +82,10 @@ def sample(
         the observed ones depend on.
     observed
         Each observed random variable's value.
+    log_density, values
+        Instead of random variables: a scalar expression, the log-density,
+        of the named value variables ``values`` (each of a shape fixed in
+        its type), sampled on their own scale (no transform).
     sampler
         ``"numpyro"`` (NumPyro's NUTS) or ``"blackjax"`` (BlackJAX's), each
         after Stan's window adaptation of its step size and mass matrix.
@@ -107,33 +121,82 @@ def sample(
         A progress bar for the warmup and the draws (``None``: when tqdm is installed).
     x64
         Compute in 64 bits (``None``: as the model's dtype, float64 for Aesara's default floatX).
+    dims, coords
+        ArviZ's names of a variable's dimensions and their coordinates (``az.from_dict``'s).
 
     Returns
     -------
     arviz.InferenceData
         ``posterior`` (constrained, with the deterministics), ``sample_stats``
         (diverging, acceptance_rate, step_size, n_steps, energy, lp and, with
-        BlackJAX, tree_depth), ``log_likelihood`` (one entry per observation)
-        and ``observed_data``.
+        BlackJAX, tree_depth; its attributes ``compile_time`` and
+        ``sampling_time``, in seconds), ``log_likelihood`` (one entry per
+        observation) and ``observed_data``.
     """
     settings = checked_settings(sampler, chains, warmup, draws, target_accept, max_tree_depth, dense_mass, progress)
     mesh = chain_mesh(mesh)
     if mesh is not None and chains % mesh.size:
         raise ValueError(f"chains={chains} cannot be split across the mesh's {mesh.size} devices: ask for a multiple")
-    graphs = model_graphs(random_variables, observed, transforms, deterministics)
-    x64 = graphs.x64 if x64 is None else x64
+    model_given = {"random_variables": random_variables, "observed": observed, "transforms": transforms}
+    graphs, model, x64 = planned(model_given, log_density, values, deterministics, x64)
     with running_in(x64):
-        model = JaxModel.of(graphs)
         start_keys, sample_keys = chain_keys(key, chains)
         positions = starts(model, start_keys, initial or {}, chains, mesh)
-        run = partial(SAMPLERS[sampler], settings=settings)
         density = model.rejecting_log_density if reject_failed_checks else model.unchecked_log_density
+        run = partial(SAMPLERS[sampler], settings=settings)
         program = blocked(lambda key, start, state: run(partial(density, state), key, start), mesh, (0, 0, None))
-        draws_at, stats = program(sample_keys, positions, model.density.state)
+        (draws_at, stats), times = compiled_and_run(program, sample_keys, positions, model.density.state)
         if not reject_failed_checks:
             raise_failed_draw(model, draws_at, mesh)
         posterior, log_likelihood = over_draws(model.draw_quantities, mesh)(model.quantities.state, draws_at)
-        return inference_data(posterior, stats, log_likelihood, graphs.observed)
+        labels = {"dims": dims, "coords": coords}
+        return inference_data(posterior, stats, log_likelihood, graphs.observed, times, labels)
+
+
+def planned(
+    model_given: dict[str, Any],
+    log_density: Variable | None,
+    values: Sequence[Variable] | None,
+    deterministics: Mapping[str, Variable] | None,
+    x64: bool | None,
+) -> tuple[ModelGraphs, JaxModel, bool]:
+    """The model's graphs, their JAX functions, and the precision they compute in (the model's unless ``x64``).
+
+    The model is either ``model_given`` (random variables, observed ones,
+    transforms), or ``log_density`` of ``values``: `TypeError` if both or
+    neither are given.
+    """
+    as_variables = bool(model_given["random_variables"]) or model_given["observed"] is not None
+    if as_variables == (log_density is not None or values is not None):
+        raise TypeError(
+            "sample() takes a model either as random variables and observed={...}, or as log_density= and values=, "
+            "not both or neither"
+        )
+    if not as_variables and model_given["transforms"]:
+        raise TypeError("transforms= applies to random variables: a log_density is sampled on its values' own scale")
+    # Aesara folds constants while the graphs are built: in Python, not by compiling C code for each
+    with aesara.config.change_flags(cxx=""):
+        if as_variables:
+            graphs = model_graphs(
+                model_given["random_variables"],
+                model_given["observed"] or {},
+                model_given["transforms"],
+                deterministics,
+            )
+        else:
+            graphs = density_graphs(log_density, values or [], deterministics)
+        x64 = graphs.x64 if x64 is None else x64
+        with running_in(x64):
+            return graphs, JaxModel.of(graphs), x64
+
+
+def compiled_and_run(program: Any, *arguments: Any) -> tuple[Any, dict[str, float]]:
+    """``program(*arguments)``, compiled ahead of the run, and the seconds it took to compile and to run."""
+    started = time.perf_counter()
+    compiled = program.lower(*arguments).compile()
+    compiled_at = time.perf_counter()
+    result = jax.block_until_ready(compiled(*arguments))
+    return result, {"compile_time": compiled_at - started, "sampling_time": time.perf_counter() - compiled_at}
 
 
 def checked_settings(
@@ -251,15 +314,25 @@ def raise_failed_draw(model: JaxModel, positions: Any, mesh: Mesh | None) -> Non
 
 
 def inference_data(
-    posterior: dict[str, Any], stats: dict[str, Any], log_likelihood: dict[str, Any], observed: dict[str, np.ndarray]
+    posterior: dict[str, Any],
+    stats: dict[str, Any],
+    log_likelihood: dict[str, Any],
+    observed: dict[str, np.ndarray],
+    times: dict[str, float],
+    labels: dict[str, Any],
 ) -> Any:
-    """ArviZ's ``InferenceData`` of the draws: every array as numpy, with leading axes ``(chain, draw)``."""
+    """ArviZ's ``InferenceData`` of the draws: every array as numpy, with leading axes ``(chain, draw)``; the
+    seconds the sampler's program took to compile and to run (warmup and draws) in ``sample_stats.attrs``;
+    ``labels`` holds ArviZ's ``dims`` and ``coords``."""
     import arviz as az
 
     as_numpy = lambda values: {name: gathered(value) for name, value in values.items()}
-    return az.from_dict(
+    idata = az.from_dict(
         posterior=as_numpy(posterior),
         sample_stats=as_numpy(stats),
         log_likelihood=as_numpy(log_likelihood),
         observed_data=observed,
+        **labels,
     )
+    idata.sample_stats.attrs.update(times)
+    return idata

@@ -1,5 +1,6 @@
 """`aejax.sampling.sample`: posteriors against exact ones, what InferenceData holds, keys, checks, starts, errors."""
 
+import aesara.tensor as at
 import arviz as az
 import jax
 import numpy as np
@@ -104,8 +105,12 @@ def test_a_transform_given_by_name_replaces_the_default():
 
 def test_inference_data_holds_the_posterior_deterministics_stats_log_likelihood_and_data():
     mu, y = normal_mean_model()
-    idata = sample(mu, observed={y: DATA}, deterministics={"shifted": 2 * mu + 1}, key=5, **SHORT)
+    idata = sample(
+        mu, observed={y: DATA}, deterministics={"shifted": 2 * mu + 1}, dims={"y": ["observation"]}, key=5, **SHORT
+    )
     mu_draws = idata.posterior["mu"].values
+    assert idata.log_likelihood["y"].dims == ("chain", "draw", "observation")
+    assert idata.sample_stats.attrs["compile_time"] > 0 and idata.sample_stats.attrs["sampling_time"] > 0
     assert mu_draws.shape == (2, 500)
     np.testing.assert_allclose(idata.posterior["shifted"].values, 2 * mu_draws + 1, rtol=1e-12)
     assert set(idata.sample_stats) >= {"diverging", "acceptance_rate", "step_size", "n_steps", "energy", "lp"}
@@ -239,3 +244,38 @@ print("same draws on eight devices")
 
 def test_a_mesh_of_eight_devices_draws_what_one_device_draws():
     assert "same draws on eight devices" in run_on_devices(EIGHT_DEVICES, 8)
+
+
+COVARIANCE = np.array([[1.0, 0.8], [0.8, 2.0]])
+
+
+def gaussian_log_density():
+    """A correlated two-dimensional Gaussian's log-density of a value variable ``x`` of shape (2,)."""
+    x = at.tensor("float64", shape=(2,), name="x")
+    return -0.5 * x @ at.as_tensor(np.linalg.inv(COVARIANCE)) @ x, x
+
+
+def test_a_log_density_of_value_variables_is_sampled_on_their_scale():
+    log_density, x = gaussian_log_density()
+    idata = sample(log_density=log_density, values=[x], deterministics={"total": x.sum()}, key=14, **SHORT)
+    draws = idata.posterior["x"].values
+    assert draws.shape == (2, 500, 2)
+    for i in range(2):
+        assert_posterior(draws[..., i], 0.0, np.sqrt(COVARIANCE[i, i]))
+    np.testing.assert_allclose(idata.posterior["total"].values, draws.sum(-1), rtol=1e-12)
+    assert "log_likelihood" not in idata.groups()
+
+
+def test_a_model_is_random_variables_or_a_log_density_and_its_values_must_be_named_and_fixed():
+    log_density, x = gaussian_log_density()
+    mu, y = normal_mean_model()
+    with pytest.raises(TypeError, match="either as random variables .* or as log_density="):
+        sample(mu, observed={y: DATA}, log_density=log_density, values=[x], **SHORT)
+    with pytest.raises(TypeError, match="either as random variables"):
+        sample(**SHORT)
+    free = at.dvector("free")
+    with pytest.raises(ValueError, match=r"'free' has shape \(None,\): fix its shape"):
+        sample(log_density=-(free**2).sum(), values=[free], **SHORT)
+    unused = at.tensor("float64", shape=(3,), name="unused")
+    with pytest.raises(ValueError, match="does not depend on the value variable 'unused'"):
+        sample(log_density=log_density, values=[x, unused], **SHORT)
