@@ -233,19 +233,17 @@ def model() -> tuple[list[Any], dict[Any, np.ndarray], dict[str, Any]]:
 def sampled_by(sampler: str, chains: int, warmup: int, draws: int, seed: int) -> az.InferenceData:
     """The model sampled by `aejax.sampling.sample` with ``sampler``'s NUTS."""
     free, observed, deterministics = model()
-    with aesara.config.change_flags(cxx=""):  # as in `sample_aehmc`
-        return aejax.sampling.sample(
-            *free,
-            observed=observed,
-            deterministics=deterministics,
-            sampler=sampler,
-            chains=chains,
-            warmup=warmup,
-            draws=draws,
-            key=seed,
-            dims={"theta_tilde": ["school"], "theta": ["school"], "y": ["school"]},
-            coords={"school": SCHOOLS},
-        )
+    dims = {"theta_tilde": ["school"], "theta": ["school"], "y": ["school"]}
+    options = {"chains": chains, "warmup": warmup, "draws": draws, "key": seed}
+    return aejax.sampling.sample(
+        *free,
+        observed=observed,
+        deterministics=deterministics,
+        sampler=sampler,
+        dims=dims,
+        coords={"school": SCHOOLS},
+        **options,
+    )
 
 
 def aehmc_inference_data(sampled: Sampled) -> az.InferenceData:

@@ -21,6 +21,7 @@ import importlib.util
 import operator
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -30,11 +31,11 @@ import jax.numpy as jnp
 import numpy as np
 from aeppl.transforms import RVTransform
 from aesara.graph.basic import Variable
-from jax.sharding import Mesh, PartitionSpec
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from aejax.linker.call.precision import running_in
 from aejax.linker.chains import chain_axis, chain_mesh
-from aejax.linker.checks import PASSED
+from aejax.linker.checks import PASSED, CheckTable
 from aejax.linker.mesh import gathered
 from aejax.sampling.density import JaxModel
 from aejax.sampling.initial import drawn_start, raise_failed_start, start_failure
@@ -141,14 +142,19 @@ def sample(
     graphs, model, x64 = planned(model_given, log_density, values, deterministics, x64)
     with running_in(x64):
         start_keys, sample_keys = chain_keys(key, chains)
-        positions = starts(model, start_keys, initial or {}, chains, mesh)
-        density = model.rejecting_log_density if reject_failed_checks else model.unchecked_log_density
-        run = partial(SAMPLERS[sampler], settings=settings)
-        program = blocked(lambda key, start, state: run(partial(density, state), key, start), mesh, (0, 0, None))
-        (draws_at, stats), times = compiled_and_run(program, sample_keys, positions, model.density.state)
-        if not reject_failed_checks:
-            raise_failed_draw(model, draws_at, mesh)
-        posterior, log_likelihood = over_draws(model.draw_quantities, mesh)(model.quantities.state, draws_at)
+        starting, given = start_program(model, initial or {}, chains, mesh)
+        chain = partial(sampled_chain, model, SAMPLERS[sampler], settings, reject_failed_checks)
+        states = (model.density.state, model.quantities.state)
+        started = time.perf_counter()
+        lowered = blocked(chain, mesh, (0, 0, None, None)).lower(sample_keys, start_spec(model, chains, mesh), *states)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            compiling = pool.submit(lowered.compile)  # XLA compiles the chains while their starts are found
+            positions = checked_starts(starting, start_keys, given, model)
+            compiled = compiling.result()
+        compiled_at = time.perf_counter()
+        stats, posterior, log_likelihood, codes = jax.block_until_ready(compiled(sample_keys, positions, *states))
+        times = {"compile_time": compiled_at - started, "sampling_time": time.perf_counter() - compiled_at}
+        raise_failed_draw(gathered(codes), model.density.checks)
         labels = {"dims": dims, "coords": coords}
         return inference_data(posterior, stats, log_likelihood, graphs.observed, times, labels)
 
@@ -188,15 +194,6 @@ def planned(
         x64 = graphs.x64 if x64 is None else x64
         with running_in(x64):
             return graphs, JaxModel.of(graphs), x64
-
-
-def compiled_and_run(program: Any, *arguments: Any) -> tuple[Any, dict[str, float]]:
-    """``program(*arguments)``, compiled ahead of the run, and the seconds it took to compile and to run."""
-    started = time.perf_counter()
-    compiled = program.lower(*arguments).compile()
-    compiled_at = time.perf_counter()
-    result = jax.block_until_ready(compiled(*arguments))
-    return result, {"compile_time": compiled_at - started, "sampling_time": time.perf_counter() - compiled_at}
 
 
 def checked_settings(
@@ -247,9 +244,10 @@ def blocked(chain: Any, mesh: Mesh | None, in_axes: tuple[int | None, ...]) -> A
     return jax.jit(batched)
 
 
-def starts(model: JaxModel, keys: Any, initial: Mapping[str, Any], chains: int, mesh: Mesh | None) -> Any:
-    """Each chain's start (a flat position): drawn, with the user's ``initial`` values in; raises for a chain whose
-    start fails (`raise_failed_start`)."""
+def start_program(model: JaxModel, initial: Mapping[str, Any], chains: int, mesh: Mesh | None) -> tuple[Any, dict]:
+    """The program of the chains' starts, ``(keys, given, *states) -> (positions, failures, outside)``, and the
+    user's ``initial`` values it is given: drawn starts, with those values in (`ValueError` naming one that is no
+    sampled variable, or not shaped for one chain or every chain)."""
     names = model.layout.names
     unknown = sorted(set(initial) - set(names))
     if unknown:
@@ -270,9 +268,19 @@ def starts(model: JaxModel, keys: Any, initial: Mapping[str, Any], chains: int, 
         position = model.unconstrained(forward_state, constrained)
         return position, start_failure(model, density_state, position), outside_support(model.layout, position)
 
-    program = blocked(start, mesh, (0, axes, None, None, None))
+    return blocked(start, mesh, (0, axes, None, None, None)), given
+
+
+def start_spec(model: JaxModel, chains: int, mesh: Mesh | None) -> jax.ShapeDtypeStruct:
+    """What the start program returns as the chains' positions: their shape, dtype and place."""
+    sharding = None if mesh is None else NamedSharding(mesh, PartitionSpec(tuple(mesh.axis_names)))
+    return jax.ShapeDtypeStruct((chains, model.layout.dims), jnp.result_type(float), sharding=sharding)
+
+
+def checked_starts(program: Any, keys: Any, given: dict[str, Any], model: JaxModel) -> Any:
+    """The chains' starts, as ``program`` (`start_program`) finds them; raises for a chain whose start fails."""
     positions, failures, outside = program(keys, given, *model.states)
-    raise_outside_support(gathered(outside), names)
+    raise_outside_support(gathered(outside), model.layout.names)
     raise_failed_start(gathered(failures), model.density.checks, bool(given))
     return positions
 
@@ -295,21 +303,36 @@ def raise_outside_support(outside: np.ndarray, names: Sequence[str]) -> None:
         )
 
 
-def over_draws(function: Any, mesh: Mesh | None) -> Any:
-    """``function(state, position)`` over every chain's draws (positions ``(chains, draws, dims)``)."""
-    return blocked(lambda state, positions: jax.vmap(partial(function, state))(positions), mesh, (None, 0))
+def sampled_chain(
+    model: JaxModel,
+    sampler: Any,
+    settings: Settings,
+    reject_failed_checks: bool,
+    key: Any,
+    start: Any,
+    density_state: Any,
+    quantities_state: Any,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any]:
+    """One chain sampled from ``start``: its statistics, posterior and log-likelihoods at each draw, and each draw's
+    failure code (all `PASSED` while checks reject proposals, else the code of the check a draw fails)."""
+    density = model.rejecting_log_density if reject_failed_checks else model.unchecked_log_density
+    positions, stats = sampler(partial(density, density_state), key, start, settings)
+    posterior, log_likelihood = jax.vmap(partial(model.draw_quantities, quantities_state))(positions)
+    if reject_failed_checks:
+        codes = jnp.full(positions.shape[:1], PASSED, "int32")
+    else:
+        codes = jax.vmap(lambda position: model.checked_log_density(density_state, position)[1])(positions)
+    return stats, posterior, log_likelihood, codes
 
 
-def raise_failed_draw(model: JaxModel, positions: Any, mesh: Mesh | None) -> None:
-    """Raise the check that the first draw failing one failed, naming its chain and draw."""
-    codes = gathered(
-        over_draws(lambda state, p: model.checked_log_density(state, p)[1], mesh)(model.density.state, positions)
-    )
+def raise_failed_draw(codes: np.ndarray, checks: CheckTable) -> None:
+    """Raise the check that the first draw failing one failed (``codes``: ``(chain, draw)``), naming its chain and
+    draw."""
     failed = np.argwhere(codes != PASSED)
     if not failed.size:
         return
     chain, draw = (int(i) for i in failed[0])
-    exc_type, message = model.density.checks.entries()[codes[chain, draw]]
+    exc_type, message = checks.entries()[codes[chain, draw]]
     raise exc_type(f"{message} (at draw {draw} of chain {chain})")
 
 

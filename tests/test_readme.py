@@ -37,8 +37,8 @@ MD_FILES = sorted(DOCS.glob("*.md"))
 MD_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 MD_HEADING = re.compile(r"^#{1,6} +(.+?) *$", re.MULTILINE)
 MD_FENCE = re.compile(r"^ *```(\w*)\n(.*?)^ *```", re.MULTILINE | re.DOTALL)
-DOTTED = re.compile(r"\baejax\.(?:linker|adapters)(?:\.\w+)+")
-PACKAGE_FOLDERS = {"linker": ROOT / "linker", "adapters": ROOT / "adapters"}
+DOTTED = re.compile(r"\baejax\.(?:linker|adapters|sampling)(?:\.\w+)+")
+PACKAGE_FOLDERS = {"linker": ROOT / "linker", "adapters": ROOT / "adapters", "sampling": ROOT / "sampling"}
 
 
 def _name(path):
