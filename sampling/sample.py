@@ -31,15 +31,15 @@ import jax.numpy as jnp
 import numpy as np
 from aeppl.transforms import RVTransform
 from aesara.graph.basic import Variable
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh
 
 from aejax.linker.call.precision import running_in
-from aejax.linker.chains import chain_axis, chain_mesh
+from aejax.linker.chains import chain_mesh
 from aejax.linker.checks import PASSED, CheckTable
 from aejax.linker.mesh import gathered
+from aejax.sampling.blocks import blocked
 from aejax.sampling.density import JaxModel
-from aejax.sampling.initial import drawn_start, raise_failed_start, start_failure
-from aejax.sampling.layout import Layout
+from aejax.sampling.initial import checked_starts, start_program, start_spec
 from aejax.sampling.model import ModelGraphs, density_graphs, model_graphs
 from aejax.sampling.samplers import SAMPLERS, Settings
 
@@ -232,75 +232,6 @@ def chain_keys(key: Any, chains: int) -> tuple[Any, Any]:
         key = jax.random.key(int(key))
     per_chain = jax.vmap(jax.random.split)(jax.random.split(key, chains))
     return per_chain[:, 0], per_chain[:, 1]
-
-
-def blocked(chain: Any, mesh: Mesh | None, in_axes: tuple[int | None, ...]) -> Any:
-    """``chain`` vmapped over the chains (``in_axes``) and jitted; on a mesh, one block of chains per device."""
-    batched = jax.vmap(chain, in_axes=in_axes)
-    if mesh is not None:
-        spec = lambda axis: PartitionSpec(tuple(mesh.axis_names)) if axis == 0 else PartitionSpec()
-        specs = tuple(spec(axis) for axis in in_axes)
-        batched = jax.shard_map(batched, mesh=mesh, in_specs=specs, out_specs=spec(0), check_vma=False)
-    return jax.jit(batched)
-
-
-def start_program(model: JaxModel, initial: Mapping[str, Any], chains: int, mesh: Mesh | None) -> tuple[Any, dict]:
-    """The program of the chains' starts, ``(keys, given, *states) -> (positions, failures, outside)``, and the
-    user's ``initial`` values it is given: drawn starts, with those values in (`ValueError` naming one that is no
-    sampled variable, or not shaped for one chain or every chain)."""
-    names = model.layout.names
-    unknown = sorted(set(initial) - set(names))
-    if unknown:
-        raise ValueError(f"initial= names {unknown}, which are not sampled variables; these are {list(names)}")
-    given = {name: np.asarray(value) for name, value in initial.items()}
-    variables = dict(zip(names, model.forward.inputs))
-    axes = {
-        name: chain_axis(f"initial value of {name!r}", value, variables[name].ndim, chains)
-        for name, value in given.items()
-    }
-
-    def start(key: Any, values: dict[str, Any], density_state: Any, quantities_state: Any, forward_state: Any) -> Any:
-        position, failure = drawn_start(model, density_state, key)
-        if not values:
-            return position, failure, jnp.asarray(-1)
-        drawn, _ = model.draw_quantities(quantities_state, position)
-        constrained = [values.get(name, drawn[name]) for name in names]
-        position = model.unconstrained(forward_state, constrained)
-        return position, start_failure(model, density_state, position), outside_support(model.layout, position)
-
-    return blocked(start, mesh, (0, axes, None, None, None)), given
-
-
-def start_spec(model: JaxModel, chains: int, mesh: Mesh | None) -> jax.ShapeDtypeStruct:
-    """What the start program returns as the chains' positions: their shape, dtype and place."""
-    sharding = None if mesh is None else NamedSharding(mesh, PartitionSpec(tuple(mesh.axis_names)))
-    return jax.ShapeDtypeStruct((chains, model.layout.dims), jnp.result_type(float), sharding=sharding)
-
-
-def checked_starts(program: Any, keys: Any, given: dict[str, Any], model: JaxModel) -> Any:
-    """The chains' starts, as ``program`` (`start_program`) finds them; raises for a chain whose start fails."""
-    positions, failures, outside = program(keys, given, *model.states)
-    raise_outside_support(gathered(outside), model.layout.names)
-    raise_failed_start(gathered(failures), model.density.checks, bool(given))
-    return positions
-
-
-def outside_support(layout: Layout, position: Any) -> Any:
-    """The index of the first variable whose unconstrained value at ``position`` is not finite, -1 if none: an
-    initial value its transform cannot take (outside its support)."""
-    finite = jnp.stack([jnp.all(jnp.isfinite(value)) for value in layout.unpacked(position)])
-    return jnp.where(jnp.all(finite), -1, jnp.argmin(finite))
-
-
-def raise_outside_support(outside: np.ndarray, names: Sequence[str]) -> None:
-    """`ValueError` naming the variable and the first chain whose initial value lies outside its support."""
-    chains = np.flatnonzero(outside >= 0)
-    if chains.size:
-        name = names[int(outside[chains[0]])]
-        raise ValueError(
-            f"the initial value of {name!r} for chain {int(chains[0])} lies outside its support: its transform "
-            "to the unconstrained scale is not finite there"
-        )
 
 
 def sampled_chain(

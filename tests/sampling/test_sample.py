@@ -232,6 +232,11 @@ one = sample(**run).posterior["mu"].values
 eight = sample(**run, mesh=jax.devices()).posterior["mu"].values
 # XLA rounds a block of one chain and a batch of eight apart (1e-10), which 200 transitions grow to 5e-8
 np.testing.assert_allclose(eight, one, rtol=1e-6)
+starts = {"mu": np.linspace(-1.0, 1.0, 8)}  # one per chain: each device gets its own chain's
+short = {**run, "warmup": 0, "draws": 1, "initial": starts}
+one = sample(**short).posterior["mu"].values
+eight = sample(**short, mesh=jax.devices()).posterior["mu"].values
+np.testing.assert_allclose(eight, one, rtol=1e-6)
 try:
     sample(**{**run, "chains": 12}, mesh=jax.devices())
 except ValueError as error:
