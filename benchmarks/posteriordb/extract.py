@@ -57,7 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("posteriordb", type=Path)
     args = parser.parse_args()
-    from models import MODELS
+    from posteriordb_models import MODELS
 
     entries = {name: posterior_entry(args.posteriordb, name) for name in MODELS}
     OUT.write_text(json.dumps(entries, indent=None, separators=(",", ":")) + "\n")

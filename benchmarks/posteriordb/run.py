@@ -1,4 +1,4 @@
-"""The posteriordb suite: each posterior of `models.MODELS` sampled by aejax (`aejax.sampling.sample`, with each
+"""The posteriordb suite: each posterior of `posteriordb_models.MODELS` sampled by aejax (`aejax.sampling.sample`, with each
 sampler) and by NumPyro's own model, every parameter checked against posteriordb's reference posterior.
 
 A parameter passes when its posterior mean is within 4 Monte Carlo standard errors of the reference mean
@@ -73,7 +73,7 @@ def checked(idata: Any, reference: dict[str, dict[str, float]]) -> dict[str, Any
 
 
 def sample_aejax(name: str, data: dict, sampler: str, settings: dict[str, int]) -> Any:
-    from models import MODELS
+    from posteriordb_models import MODELS
 
     from aejax.sampling import sample
 
@@ -96,8 +96,8 @@ def sample_numpyro(name: str, data: dict, settings: dict[str, int]) -> Any:
     import arviz as az
     import jax
     import numpyro
-    from models import numpyro_model
     from numpyro.infer import MCMC, NUTS
+    from posteriordb_models import numpyro_model
 
     numpyro.enable_x64()
     mcmc = MCMC(

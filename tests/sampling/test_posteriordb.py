@@ -1,6 +1,7 @@
 """The posteriordb suite's models (benchmarks/posteriordb): each one's parameters are posteriordb's, and one small
 posterior, sampled briefly, passes the suite's criteria against its reference."""
 
+import importlib.util
 import sys
 
 import pytest
@@ -8,9 +9,20 @@ import pytest
 from aejax.sampling.model import model_graphs
 from tests.two_devices import ROOT
 
-sys.path.insert(0, str(ROOT / "benchmarks" / "posteriordb"))
-import run as suite  # noqa: E402
-from models import MODELS  # noqa: E402
+SUITE = ROOT / "benchmarks" / "posteriordb"
+sys.path.insert(0, str(SUITE))  # the suite's run.py imports posteriordb_models from beside it
+from posteriordb_models import MODELS  # noqa: E402
+
+
+def suite_module():
+    """The suite's run.py, by its path: a module named ``run`` may be another (benchmarks/run.py)."""
+    spec = importlib.util.spec_from_file_location("posteriordb_run", SUITE / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+suite = suite_module()
 
 POSTERIORS = suite.posteriors()
 
