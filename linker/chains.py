@@ -235,8 +235,8 @@ class ManyChains:
             )
 
     def _spec(self, axis: int | None) -> PartitionSpec:
-        """How a value whose chain axis is ``axis`` is laid on the mesh: split along it, or replicated."""
-        return PartitionSpec(tuple(self.mesh.axis_names)) if axis == 0 else PartitionSpec()
+        """How a value whose chain axis is ``axis`` is laid on the mesh (`chain_spec`)."""
+        return chain_spec(self.mesh, axis)
 
     def _placed(self, arguments: Any, axes: Any) -> Any:
         """``arguments`` on the mesh (`aejax.linker.mesh.placed`): split along the chain axis where ``axes`` has one,
@@ -371,6 +371,11 @@ def raise_failed_check(failures: Any, checks: CheckTable) -> None:
     where = f"chain {chains[0]}" if len(chains) == 1 else f"chains {chains}"
     also = f"; chains {others} failed other checks" if others else ""
     raise exc_type(f"{message} (failed in {where} of {codes.size}{also}; the call returned nothing)")
+
+
+def chain_spec(mesh: Mesh, axis: int | None) -> PartitionSpec:
+    """How a value whose chain axis is ``axis`` lies on ``mesh``: split along it (0), or replicated (``None``)."""
+    return PartitionSpec(tuple(mesh.axis_names)) if axis == 0 else PartitionSpec()
 
 
 def chain_mesh(mesh: Mesh | Sequence[Any] | None) -> Mesh | None:

@@ -6,12 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh, NamedSharding
 
-
-def chain_spec(mesh: Mesh, axis: int | None) -> PartitionSpec:
-    """How a value whose chain axis is ``axis`` lies on ``mesh``: split along it (0), or replicated (``None``)."""
-    return PartitionSpec(tuple(mesh.axis_names)) if axis == 0 else PartitionSpec()
+from aejax.linker.chains import chain_spec
 
 
 def chains_sharding(mesh: Mesh | None) -> NamedSharding | None:
