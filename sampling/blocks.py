@@ -1,5 +1,5 @@
 """Programs of many chains: one chain's function vmapped over the chains, and on a mesh one block of chains per
-device (``jax.shard_map``, as `aejax.linker.many_chains` runs them), jitted."""
+device (``jax.shard_map``, as `aejax.linker.many_chains` runs them), jitted; their arguments placed on the mesh."""
 
 from __future__ import annotations
 
@@ -9,11 +9,21 @@ import jax
 from jax.sharding import Mesh, NamedSharding
 
 from aejax.linker.chains import chain_spec
+from aejax.linker.mesh import placed
 
 
-def chains_sharding(mesh: Mesh | None) -> NamedSharding | None:
-    """Where a value with one row per chain lies: split across ``mesh`` (``None``: JAX's default device)."""
-    return None if mesh is None else NamedSharding(mesh, chain_spec(mesh, 0))
+def chains_sharding(mesh: Mesh | None, axis: int | None = 0) -> NamedSharding | None:
+    """Where a value of the chains lies: split across ``mesh`` along its chain axis ``axis``, or whole on every
+    device (``None``); without a mesh, ``None`` (JAX's default device)."""
+    return None if mesh is None else NamedSharding(mesh, chain_spec(mesh, axis))
+
+
+def on_chains(value: Any, mesh: Mesh | None, axis: int | None) -> Any:
+    """``value`` (arrays, or a dict of them) placed for a program of the chains (`chains_sharding`): across
+    processes, each places its own shards; without a mesh, as it is."""
+    if mesh is None:
+        return value
+    return jax.tree.map(lambda leaf: placed(leaf, chains_sharding(mesh, axis)), value)
 
 
 def blocked(chain: Any, mesh: Mesh | None, in_axes: tuple[Any, ...]) -> Any:

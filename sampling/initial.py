@@ -1,9 +1,9 @@
 """Where each chain starts: Stan's draw (uniform(-2, 2) on the unconstrained scale), drawn again where the
 log-density or its gradient is not finite or a check fails, or the user's values.
 
-`initial_positions` returns, per chain, the position and its failure: `PASSED`,
+`chain_start` gives, per chain, the position and its failure: `PASSED`,
 a check's number in the log-density's `CheckTable`, or `NOT_FINITE`; the
-host then raises for the first chain that failed (`raise_failed_start`).
+host then raises for the first chain that failed (`raise_failed_starts`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.sharding import Mesh
 
 from aejax.linker.chains import chain_axis
 from aejax.linker.checks import PASSED, CheckTable
 from aejax.linker.mesh import gathered
-from aejax.sampling.blocks import blocked, chains_sharding
 from aejax.sampling.density import JaxModel, State
 from aejax.sampling.layout import Layout
 
@@ -80,10 +78,9 @@ def raise_failed_start(failures: np.ndarray, checks: CheckTable, given: bool) ->
     raise exc_type(f"{message} (at {where} for chain {chain})")
 
 
-def start_program(model: JaxModel, initial: Mapping[str, Any], chains: int, mesh: Mesh | None) -> tuple[Any, dict]:
-    """The program of the chains' starts, ``(keys, given, *states) -> (positions, failures, outside)``, and the
-    user's ``initial`` values it is given: drawn starts, with those values in (`ValueError` naming one that is no
-    sampled variable, or not shaped for one chain or every chain)."""
+def given_values(model: JaxModel, initial: Mapping[str, Any], chains: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The user's ``initial`` values as arrays, and each one's chain axis (``None``: the same for every chain);
+    `ValueError` naming one that is no sampled variable, or not shaped for one chain or every chain."""
     names = model.layout.names
     unknown = sorted(set(initial) - set(names))
     if unknown:
@@ -94,30 +91,26 @@ def start_program(model: JaxModel, initial: Mapping[str, Any], chains: int, mesh
         name: chain_axis(f"initial value of {name!r}", value, variables[name].ndim, chains)
         for name, value in given.items()
     }
-
-    def start(key: Any, values: dict[str, Any], density_state: Any, quantities_state: Any, forward_state: Any) -> Any:
-        position, failure = drawn_start(model, density_state, key)
-        if not values:
-            return position, failure, jnp.asarray(-1)
-        drawn, _ = model.draw_quantities(quantities_state, position)
-        constrained = [values.get(name, drawn[name]) for name in names]
-        position = model.unconstrained(forward_state, constrained)
-        return position, start_failure(model, density_state, position), outside_support(model.layout, position)
-
-    return blocked(start, mesh, (0, axes, None, None, None)), given
+    return given, axes
 
 
-def start_spec(model: JaxModel, chains: int, mesh: Mesh | None) -> jax.ShapeDtypeStruct:
-    """What the start program returns as the chains' positions: their shape, dtype and place."""
-    return jax.ShapeDtypeStruct((chains, model.layout.dims), jnp.result_type(float), sharding=chains_sharding(mesh))
+def chain_start(model: JaxModel, key: Any, values: dict[str, Any], states: tuple[State, State, State]) -> tuple:
+    """A chain's start, ``(position, failure, outside)``: drawn, with the user's ``values`` in (constrained, by
+    name); ``outside`` is -1, or the index of a variable whose given value lies outside its support."""
+    density_state, quantities_state, forward_state = states
+    position, failure = drawn_start(model, density_state, key)
+    if not values:
+        return position, failure, jnp.asarray(-1)
+    drawn, _ = model.draw_quantities(quantities_state, position)
+    constrained = [values.get(name, drawn[name]) for name in model.layout.names]
+    position = model.unconstrained(forward_state, constrained)
+    return position, start_failure(model, density_state, position), outside_support(model.layout, position)
 
 
-def checked_starts(program: Any, keys: Any, given: dict[str, Any], model: JaxModel) -> Any:
-    """The chains' starts, as ``program`` (`start_program`) finds them; raises for a chain whose start fails."""
-    positions, failures, outside = program(keys, given, *model.states)
+def raise_failed_starts(failures: Any, outside: Any, given: bool, model: JaxModel) -> None:
+    """Raise for the first chain whose start failed (`chain_start`'s ``failure`` and ``outside`` of each chain)."""
     raise_outside_support(gathered(outside), model.layout.names)
-    raise_failed_start(gathered(failures), model.density.checks, bool(given))
-    return positions
+    raise_failed_start(gathered(failures), model.density.checks, given)
 
 
 def outside_support(layout: Layout, position: Any) -> Any:

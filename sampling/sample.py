@@ -5,10 +5,13 @@ builds the model's graphs once: the log-density on the unconstrained scale,
 what each draw gives back, the forward transforms of initial values. They
 are exported as JAX functions (`aejax.sampling.density`) in the model's
 precision (64 bits for a float64 model, as Aesara computes it). Three
-programs run them, each vmapped over the chains (``jax.shard_map`` of that
-over ``mesh=``, one block of chains per device): the chains' starts, the
-sampler's warmup and draws (one program), and the draws' posterior and
-log-likelihoods.
+programs run them (`aejax.sampling.programs`), each vmapped over the chains
+(``jax.shard_map`` of that over ``mesh=``, one block of chains per device):
+the chains' starts and the sampler's first state, the sampler's steps
+(warmup and draws, some steps a call, while a bar shows how many have run),
+and the draws' posterior and log-likelihoods. They are compiled side by
+side, or loaded from aejax's store, where a process that sampled the same
+model before left them.
 
 The key decides every draw: chain ``k`` has the key
 ``jax.random.split(key, chains)[k]``, so one key gives the same draws on one
@@ -20,14 +23,11 @@ from __future__ import annotations
 import importlib.util
 import operator
 import time
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import aesara
 import jax
-import jax.numpy as jnp
 import numpy as np
 from aeppl.transforms import RVTransform
 from aesara.graph.basic import Variable
@@ -37,14 +37,22 @@ from aejax.linker.call.precision import running_in
 from aejax.linker.chains import chain_mesh
 from aejax.linker.checks import PASSED, CheckTable
 from aejax.linker.mesh import gathered
-from aejax.sampling.blocks import blocked
+from aejax.linker.scan.progress import tqdm_bar
+from aejax.sampling.aehmc import aehmc_sampler
+from aejax.sampling.blocks import on_chains
 from aejax.sampling.density import JaxModel
-from aejax.sampling.initial import checked_starts, start_program, start_spec
+from aejax.sampling.initial import given_values, raise_failed_starts
 from aejax.sampling.model import ModelGraphs, density_graphs, model_graphs
-from aejax.sampling.samplers import SAMPLERS, Settings
+from aejax.sampling.programs import ChainPlan, chains_store, chunks, compiling_programs, first_step
+from aejax.sampling.samplers import BLACKJAX_NUTS, NUMPYRO_NUTS, Sampler, Settings
 
-NEEDS = {"numpyro": "numpyro", "blackjax": "blackjax"}
-"""The module each sampler needs."""
+SAMPLERS: dict[str, Callable[[ModelGraphs, Settings, bool], Sampler]] = {
+    "numpyro": lambda *_: NUMPYRO_NUTS,
+    "blackjax": lambda *_: BLACKJAX_NUTS,
+    "aehmc": aehmc_sampler,
+}
+"""Each sampler by name, the name of the package that has it, made for a model (``graphs, settings,
+reject_failed_checks``): aehmc's is built on the model's graphs, the others take any log-density."""
 
 
 def sample(
@@ -88,8 +96,10 @@ def sample(
         of the named value variables ``values`` (each of a shape fixed in
         its type), sampled on their own scale (no transform).
     sampler
-        ``"numpyro"`` (NumPyro's NUTS) or ``"blackjax"`` (BlackJAX's), each
-        after Stan's window adaptation of its step size and mass matrix.
+        ``"numpyro"`` (NumPyro's NUTS), ``"blackjax"`` (BlackJAX's) or
+        ``"aehmc"`` (aehmc's, built as Aesara graphs on the model's: wider
+        than the posterior, docs/sampling.md), each after Stan's window
+        adaptation of its step size and mass matrix.
     chains, warmup, draws
         The number of chains, and of warmup and kept transitions of each.
     key
@@ -129,34 +139,55 @@ def sample(
     -------
     arviz.InferenceData
         ``posterior`` (constrained, with the deterministics), ``sample_stats``
-        (diverging, acceptance_rate, step_size, n_steps, energy, lp and, with
-        BlackJAX, tree_depth; its attributes ``compile_time`` and
-        ``sampling_time``, in seconds), ``log_likelihood`` (one entry per
+        (diverging, acceptance_rate, step_size, lp; n_steps and energy, not
+        with aehmc; tree_depth with BlackJAX and aehmc; its attributes
+        ``compile_time`` and ``sampling_time``, in seconds), ``log_likelihood`` (one entry per
         observation) and ``observed_data``.
     """
-    settings = checked_settings(sampler, chains, warmup, draws, target_accept, max_tree_depth, dense_mass, progress)
+    settings = checked_settings(sampler, chains, warmup, draws, target_accept, max_tree_depth, dense_mass)
+    progress = importlib.util.find_spec("tqdm") is not None if progress is None else progress
     mesh = chain_mesh(mesh)
     if mesh is not None and chains % mesh.size:
         raise ValueError(f"chains={chains} cannot be split across the mesh's {mesh.size} devices: ask for a multiple")
     model_given = {"random_variables": random_variables, "observed": observed, "transforms": transforms}
     graphs, model, x64 = planned(model_given, log_density, values, deterministics, x64)
     with running_in(x64):
-        start_keys, sample_keys = chain_keys(key, chains)
-        starting, given = start_program(model, initial or {}, chains, mesh)
-        chain = partial(sampled_chain, model, SAMPLERS[sampler], settings, reject_failed_checks)
-        states = (model.density.state, model.quantities.state)
+        key_data, key_impl = chain_keys(key, chains)
+        chain_sampler = SAMPLERS[sampler](graphs, settings, reject_failed_checks)
+        plan = ChainPlan(model, chain_sampler, settings, reject_failed_checks, key_impl)
+        given, axes = given_values(model, initial or {}, chains)
+        keys = on_chains(key_data, mesh, 0)
+        given = {name: on_chains(value, mesh, axes[name]) for name, value in given.items()}
+        states = on_chains(model.states, mesh, None)
+        store = None if mesh is not None else chains_store(graphs, plan, sampler, chains)
         started = time.perf_counter()
-        lowered = blocked(chain, mesh, (0, 0, None, None)).lower(sample_keys, start_spec(model, chains, mesh), *states)
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            compiling = pool.submit(lowered.compile)  # XLA compiles the chains while their starts are found
-            positions = checked_starts(starting, start_keys, given, model)
-            compiled = compiling.result()
-        compiled_at = time.perf_counter()
-        stats, posterior, log_likelihood, codes = jax.block_until_ready(compiled(sample_keys, positions, *states))
-        times = {"compile_time": compiled_at - started, "sampling_time": time.perf_counter() - compiled_at}
+        compiling = compiling_programs(plan, store, mesh, keys, (given, axes), states)
+        importlib.import_module("arviz")  # while XLA compiles: ArviZ takes about a second to import
+        programs, compiled_at = compiling.result()
+        running = time.perf_counter()
+        carry, failures, outside = programs.begin(keys, given, *states)
+        raise_failed_starts(failures, outside, bool(given), model)
+        carry = advanced(programs.advance, plan, carry, states[0], mesh, progress)
+        stats, posterior, log_likelihood, codes = programs.finish(carry, *states[:2])
+        jax.block_until_ready(posterior)
+        times = {"compile_time": compiled_at - started, "sampling_time": time.perf_counter() - running}
         raise_failed_draw(gathered(codes), model.density.checks)
         labels = {"dims": dims, "coords": coords}
         return inference_data(posterior, stats, log_likelihood, graphs.observed, times, labels)
+
+
+def advanced(program: Any, plan: ChainPlan, carry: Any, density_state: Any, mesh: Mesh | None, progress: bool) -> Any:
+    """The chains' carry once ``program`` (`aejax.sampling.programs.advance`) has run every step, a chunk a call; a
+    bar shows the steps run, if ``progress`` (in the first process, where a mesh spans several)."""
+    bar = tqdm_bar()(total=plan.steps, desc="sampling") if progress and jax.process_index() == 0 else None
+    for first in chunks(plan):
+        carry = program(carry, first_step(first, mesh), density_state)
+        if bar is not None:
+            jax.block_until_ready(carry)
+            bar.update(min(plan.chunk, plan.steps - first))
+    if bar is not None:
+        bar.close()
+    return carry
 
 
 def planned(
@@ -204,14 +235,13 @@ def checked_settings(
     target_accept: float,
     max_tree_depth: int,
     dense_mass: bool,
-    progress: bool | None,
 ) -> Settings:
     """The chains' `Settings`: `ValueError` or `TypeError` naming the argument at fault, `ImportError` naming the
     package a sampler needs."""
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler={sampler!r} is not one of {sorted(SAMPLERS)}")
-    if importlib.util.find_spec(NEEDS[sampler]) is None:
-        raise ImportError(f"sampler={sampler!r} needs {NEEDS[sampler]}: pip install 'aejax[sampling]' {NEEDS[sampler]}")
+    if importlib.util.find_spec(sampler) is None:
+        raise ImportError(f"sampler={sampler!r} needs {sampler}: pip install 'aejax[sampling]' {sampler}")
     for name, value, least in (("chains", chains, 1), ("warmup", warmup, 0), ("draws", draws, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{name} must be an int, not {type(value).__name__} ({value!r})")
@@ -221,39 +251,15 @@ def checked_settings(
         raise ValueError(f"target_accept must lie between 0 and 1, not {target_accept}")
     if operator.index(max_tree_depth) < 1:
         raise ValueError(f"max_tree_depth must be at least 1, not {max_tree_depth}")
-    if progress is None:
-        progress = importlib.util.find_spec("tqdm") is not None
-    return Settings(int(warmup), int(draws), float(target_accept), int(max_tree_depth), bool(dense_mass), progress)
+    return Settings(int(warmup), int(draws), float(target_accept), int(max_tree_depth), bool(dense_mass))
 
 
-def chain_keys(key: Any, chains: int) -> tuple[Any, Any]:
-    """Each chain's key for its start and for its sampler, from ``key`` (a PRNG key, or an int seed)."""
+def chain_keys(key: Any, chains: int) -> tuple[np.ndarray, str]:
+    """The data of each chain's key, from ``key`` (a PRNG key, or an int seed), and their PRNG implementation."""
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         key = jax.random.key(int(key))
-    per_chain = jax.vmap(jax.random.split)(jax.random.split(key, chains))
-    return per_chain[:, 0], per_chain[:, 1]
-
-
-def sampled_chain(
-    model: JaxModel,
-    sampler: Any,
-    settings: Settings,
-    reject_failed_checks: bool,
-    key: Any,
-    start: Any,
-    density_state: Any,
-    quantities_state: Any,
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], Any]:
-    """One chain sampled from ``start``: its statistics, posterior and log-likelihoods at each draw, and each draw's
-    failure code (all `PASSED` while checks reject proposals, else the code of the check a draw fails)."""
-    density = model.rejecting_log_density if reject_failed_checks else model.unchecked_log_density
-    positions, stats = sampler(partial(density, density_state), key, start, settings)
-    posterior, log_likelihood = jax.vmap(partial(model.draw_quantities, quantities_state))(positions)
-    if reject_failed_checks:
-        codes = jnp.full(positions.shape[:1], PASSED, "int32")
-    else:
-        codes = jax.vmap(lambda position: model.checked_log_density(density_state, position)[1])(positions)
-    return stats, posterior, log_likelihood, codes
+    keys = jax.random.split(key, chains)
+    return np.asarray(jax.random.key_data(keys)), str(jax.random.key_impl(keys))
 
 
 def raise_failed_draw(codes: np.ndarray, checks: CheckTable) -> None:

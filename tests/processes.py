@@ -6,6 +6,7 @@ localhost. Every child is waited for within one deadline, ended by its own
 pid if it outlives it, and every exit code is checked.
 """
 
+import json
 import os
 import socket
 import subprocess
@@ -13,6 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.two_devices import ROOT
 
@@ -74,3 +76,28 @@ def start(script: str, address: str, processes: int, rank: int, devices: int, ou
     }
     with out.open("w") as stdout, err.open("w") as stderr:
         return subprocess.Popen([sys.executable, "-c", JOIN + script], cwd=ROOT, env=env, stdout=stdout, stderr=stderr)
+
+
+def reported_by_new_process(script: str, argument: Any, compile_root: Path, switch: str = "1", **env: str) -> Any:
+    """What ``script`` prints as JSON on its last line, run in a new process with ``argument`` (as JSON) as its
+    ``sys.argv[1]``, Aesara's compile directory under ``compile_root``, aejax's store switched ``switch`` and the
+    variables ``env`` set; fails the test, with the end of its standard error, when the process fails."""
+    env = {
+        **os.environ,
+        "AESARA_FLAGS": f"base_compiledir={compile_root / 'aesara'}",
+        "AEJAX_PERSISTENT_CACHE": switch,
+        "PYTHONPATH": str(ROOT),
+        **env,
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(argument)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def store_entries(compile_root: Path) -> list[str]:
+    """The names of the programs aejax's store holds under ``compile_root`` (as `reported_by_new_process` sets it)."""
+    from aejax.linker.program.saved_programs import SUBDIRECTORY
+
+    return sorted(path.name for path in (compile_root / "aesara").rglob(f"{SUBDIRECTORY}/*.exported"))

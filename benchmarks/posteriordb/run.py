@@ -27,8 +27,8 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-IMPLEMENTATIONS = ("aejax-numpyro", "aejax-blackjax", "numpyro")
-"""aejax with NumPyro's NUTS, aejax with BlackJAX's, and NumPyro's own model with its NUTS."""
+IMPLEMENTATIONS = ("aejax-numpyro", "aejax-blackjax", "aejax-aehmc", "numpyro")
+"""aejax with NumPyro's NUTS, with BlackJAX's, with aehmc's, and NumPyro's own model with its NUTS."""
 Z_LIMIT = 4.0
 SD_RATIO = (0.8, 1.25)
 

@@ -173,7 +173,15 @@ class ProgramStore:
         The identity is worked out only for a store that is on: a digest of
         a NUTS graph takes 50 ms.
         """
-        if os.environ.get(SWITCH, "1") == "0" or _debugging_floats() or not may_compile_long(fgraph):
+        if not may_compile_long(fgraph):
+            return None
+        return cls.of(identity_of, fgraph)
+
+    @classmethod
+    def of(cls, identity_of: Callable[[], str | None], fgraph: FunctionGraph | None = None) -> ProgramStore | None:
+        """The store of the programs whose identity ``identity_of()`` gives (of ``fgraph``, if any); ``None`` without
+        an identity, when the store is turned off, or without a key to sign its entries."""
+        if os.environ.get(SWITCH, "1") == "0" or _debugging_floats():
             return None
         key = store_key()
         identity = None if key is None else identity_of()

@@ -29,6 +29,7 @@ import aejax.linker  # noqa: F401  (registers the modes)
 from aejax.linker import ShapeInputWarning
 from aejax.linker.graph.fingerprint import NotFingerprintable, graph_fingerprint
 from aejax.linker.program.saved_programs import FORMAT, LARGE_GRAPH, SUBDIRECTORY, ExportingProgram
+from tests.processes import reported_by_new_process, store_entries
 from tests.program.entries import rewritten, signed_parts, with_key
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,27 +90,12 @@ ASSERT_NODE = "Apply node that caused the error: Assert{msg=x must be positive}(
 
 def run(tmp_path, switch="1", **options):
     settings = {"seed": 3, "constant": 2.0, **options}
-    env = {
-        **os.environ,
-        "AESARA_FLAGS": f"base_compiledir={tmp_path / 'aesara'}",
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-        "AEJAX_PERSISTENT_CACHE": switch,
-        "PYTHONPATH": str(ROOT),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", PROGRAM, json.dumps(settings)], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def saved(tmp_path):
-    return sorted(p.name for p in (tmp_path / "aesara").rglob(f"{SUBDIRECTORY}/*.exported"))
+    return reported_by_new_process(PROGRAM, settings, tmp_path, switch, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
 
 
 def test_a_second_process_loads_the_program_and_gets_the_same_values(tmp_path):
     first = run(tmp_path)
-    assert first["traced"] > 0 and saved(tmp_path) and not first["deferred"]
+    assert first["traced"] > 0 and store_entries(tmp_path) and not first["deferred"]
     second = run(tmp_path)
     assert second["traced"] == 0 and second["deferred"]  # lowered only if a call needs a new program
     assert second["values"] == first["values"]
@@ -137,18 +123,18 @@ def test_a_loaded_program_runs_with_64_bit_arguments_as_words_in_a_process_witho
     """The store keeps the program as traced; a function made without x64 compiles the one taking words from it,
     saved nor loaded, and computes the same values (the words program's first calls) as a process without the store."""
     first = run(tmp_path, x64=False, words=True)
-    assert first["traced"] > 0 and saved(tmp_path) and first["words"]
+    assert first["traced"] > 0 and store_entries(tmp_path) and first["words"]
     second = run(tmp_path, x64=False, words=True)
     assert second["traced"] == 0 and second["words"]
     assert second["values"] == first["values"] == run(tmp_path / "off", switch="0", x64=False, words=True)["values"]
     assert second["raised"] == first["raised"] == ["AssertionError", "x must be positive", ASSERT_NODE]
-    assert len(saved(tmp_path)) == 1
+    assert len(store_entries(tmp_path)) == 1
 
 
 def test_a_loaded_program_with_a_lapack_kernel_runs_in_a_process_that_never_lowered_one(tmp_path):
     """JAX sets up its LAPACK kernels when it lowers a call of one: a process that only loads must do it first."""
     first = run(tmp_path, cholesky=True)
-    assert first["traced"] > 0 and saved(tmp_path)
+    assert first["traced"] > 0 and store_entries(tmp_path)
     loaded = run(tmp_path, cholesky=True)
     assert loaded["traced"] == 0
     assert loaded["values"] == first["values"] == run(tmp_path / "off", switch="0", cholesky=True)["values"]
@@ -168,12 +154,12 @@ def test_a_different_graph_is_not_given_the_saved_program_and_another_state_draw
 
 def test_a_graph_lowered_by_code_from_elsewhere_is_never_saved(tmp_path):
     run(tmp_path, own_lowering=True)
-    assert not saved(tmp_path)
+    assert not store_entries(tmp_path)
 
 
 def test_nothing_is_saved_when_the_cache_is_switched_off(tmp_path):
     run(tmp_path, switch="0")
-    assert not saved(tmp_path)
+    assert not store_entries(tmp_path)
 
 
 class PythonOnly(Op):

@@ -11,6 +11,7 @@ from aesara.tensor.random.utils import RandomStream
 from scipy import stats
 
 from aejax.sampling import sample
+from tests.processes import run_in_processes
 from tests.two_devices import run_on_devices
 
 DATA = np.random.default_rng(42).normal(1.5, 2.0, size=20)
@@ -59,16 +60,17 @@ def assert_posterior(draws: np.ndarray, mean: float, sd: float) -> None:
     assert 0.8 < draws.std() / sd < 1.25, (draws.std(), sd)
 
 
-SAMPLERS = [
-    "numpyro",
-    pytest.param(
-        "blackjax",
-        marks=pytest.mark.skipif(
-            __import__("importlib").util.find_spec("blackjax") is None,
-            reason="BlackJAX is not installed (extra blackjax)",
-        ),
-    ),
-]
+def installed(sampler: str, extra: str):
+    """``sampler`` as a test parameter, skipped where its package (of the extra ``extra``) is not installed."""
+    missing = __import__("importlib").util.find_spec(sampler) is None
+    return pytest.param(
+        sampler, marks=pytest.mark.skipif(missing, reason=f"{sampler} is not installed (extra {extra})")
+    )
+
+
+SAMPLERS = ["numpyro", installed("blackjax", "blackjax")]
+"""The samplers the one-parameter posteriors below are checked on; aehmc's barely moves on one parameter (its
+tests below have two)."""
 
 
 @pytest.mark.parametrize("sampler", SAMPLERS)
@@ -94,6 +96,36 @@ def test_without_its_transform_a_checked_parameter_is_kept_positive_by_rejected_
     draws = idata.posterior["sigma"].values
     assert (draws > 0).all()
     assert_posterior(draws, *quadrature_scale_posterior())
+
+
+def location_scale_model():
+    """``mu ~ N(0, 10)``, ``sigma ~ HalfNormal(1)``, ``y ~ N(mu, sigma)``: two parameters."""
+    srng = RandomStream(4)
+    mu = srng.normal(0.0, 10.0, name="mu")
+    sigma = srng.halfnormal(0.0, 1.0, name="sigma")
+    y = srng.normal(mu, sigma, size=len(DATA), name="y")
+    return mu, sigma, y
+
+
+def assert_same_posterior(draws: np.ndarray, reference: np.ndarray) -> None:
+    """Two samplers' draws of one parameter: means within 4 combined Monte Carlo standard errors, sds within
+    [0.8, 1.25] of each other."""
+    mcse = [float(az.mcse(az.convert_to_dataset(d))["x"]) for d in (draws, reference)]
+    assert abs(draws.mean() - reference.mean()) < 4 * np.hypot(*mcse), (draws.mean(), reference.mean(), mcse)
+    assert 0.8 < draws.std() / reference.std() < 1.25, (draws.std(), reference.std())
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("aehmc") is None, reason="aehmc is not installed (clients)")
+@pytest.mark.parametrize("transformed", [True, False], ids=["log-transformed", "checks-reject"])
+def test_aehmc_samples_the_posterior_numpyro_samples(transformed):
+    mu, sigma, y = location_scale_model()
+    # untransformed, sigma's proposals below 0 fail aeppl's check sigma > 0 inside aehmc's trajectory: rejected
+    options = dict(observed={y: DATA}, transforms=None if transformed else {sigma: None}, **{**SHORT, "chains": 4})
+    reference = sample(mu, sigma, key=6, **options)
+    idata = sample(mu, sigma, sampler="aehmc", key=7, **options)
+    assert "tree_depth" in idata.sample_stats and (idata.posterior["sigma"].values > 0).all()
+    for name in ("mu", "sigma"):
+        assert_same_posterior(idata.posterior[name].values, reference.posterior[name].values)
 
 
 def test_a_transform_given_by_name_replaces_the_default():
@@ -249,6 +281,34 @@ print("same draws on eight devices")
 
 def test_a_mesh_of_eight_devices_draws_what_one_device_draws():
     assert "same draws on eight devices" in run_on_devices(EIGHT_DEVICES, 8)
+
+
+TWO_PROCESSES = """
+import aejax.adapters  # first: under numpy 2 it makes Aesara 2.9.4 work
+import jax, numpy as np
+from aesara.tensor.random.utils import RandomStream
+from aejax.sampling import sample
+assert len(jax.devices()) == 4 and len(jax.local_devices()) == 2, jax.devices()
+data = np.random.default_rng(42).normal(1.5, 2.0, size=20)
+srng = RandomStream(1)
+mu = srng.normal(0.0, 10.0, name="mu")
+sigma = srng.halfnormal(0.0, 1.0, name="sigma")
+y = srng.normal(mu, sigma, size=20, name="y")
+# short: XLA rounds a block of one chain and a batch of four apart, and NUTS's trajectories grow that apart
+run = dict(observed={y: data}, chains=4, warmup=20, draws=20, key=5, progress=True)
+alone = sample(**run, mesh=jax.local_devices()[:1])  # this process's first device, every chain
+split = sample(**run, mesh=jax.devices())  # a block of chains on each device of both processes
+for group, name in (("posterior", "mu"), ("posterior", "sigma"), ("sample_stats", "lp"), ("log_likelihood", "y")):
+    np.testing.assert_allclose(split[group][name].values, alone[group][name].values, rtol=1e-6)
+print("process", jax.process_index(), "drew what one device draws")
+"""
+
+
+def test_a_mesh_across_two_processes_draws_what_one_device_draws():
+    outputs = run_in_processes(TWO_PROCESSES, processes=2, devices=2)
+    assert [output.strip().splitlines()[-1] for output in outputs] == [
+        f"process {rank} drew what one device draws" for rank in range(2)
+    ]
 
 
 COVARIANCE = np.array([[1.0, 0.8], [0.8, 2.0]])
