@@ -173,8 +173,14 @@ def compiling_programs(
     }
     first = jax.ShapeDtypeStruct((), jnp.int32, sharding=chains_sharding(mesh, None))
     begin_arguments = (keys, values, *states)
-    loaded_begin = None if store is None else loaded(store, "begin", programs["begin"], begin_arguments)
-    carry = [placed(leaf, mesh) for leaf in jax.eval_shape(loaded_begin or programs["begin"], *begin_arguments)[0]]
+    loaded_begin = (
+        None
+        if store is None
+        else loaded(store, entry_of(store, "begin", begin_arguments), programs["begin"], begin_arguments)
+    )
+    carry = [
+        carry_leaf_spec(leaf, mesh) for leaf in jax.eval_shape(loaded_begin or programs["begin"], *begin_arguments)[0]
+    ]
     pool = ThreadPoolExecutor(max_workers=len(programs))
     futures = {
         "advance": compiled(pool, store, "advance", programs["advance"], (carry, first, density_state)),  # the longest
@@ -188,22 +194,28 @@ def compiling_programs(
     return Compiling(futures)
 
 
-def placed(leaf: Any, mesh: Mesh | None) -> jax.ShapeDtypeStruct:
+def carry_leaf_spec(leaf: Any, mesh: Mesh | None) -> jax.ShapeDtypeStruct:
     """A carry leaf's shape and dtype, placed as the chains are."""
     return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=chains_sharding(mesh))
 
 
-def loaded(store: ProgramStore, name: str, program: Any, arguments: tuple) -> Any | None:
-    """The program's export for ``arguments``, loaded from ``store`` and compiled (from JAX's cache); ``None`` if
-    the store does not hold it."""
-    return store.loaded(store.entry(Discovered(), name, arguments), program, (), arguments, CheckTable())
+def entry_of(store: ProgramStore, name: str, arguments: tuple) -> str:
+    """The store entry of the program ``name`` for ``arguments``."""
+    return store.entry(Discovered(), name, arguments)
+
+
+def loaded(store: ProgramStore, entry: str, program: Any, arguments: tuple) -> Any | None:
+    """The program's export for ``arguments``, loaded from ``store``'s ``entry`` and compiled (from JAX's cache);
+    ``None`` if the store does not hold it."""
+    return store.loaded(entry, program, (), arguments, CheckTable())
 
 
 def compiled(pool: ThreadPoolExecutor, store: ProgramStore | None, name: str, program: Any, arguments: tuple) -> Future:
     """The program lowered here for ``arguments`` and compiled on ``pool``: the call of its export, loaded from
     ``store`` where it holds it, or made now and saved."""
     if store is not None:
-        program = loaded(store, name, program, arguments) or exported(store, name, program, arguments)
+        entry = entry_of(store, name, arguments)
+        program = loaded(store, entry, program, arguments) or exported(store, entry, program, arguments)
     return pool.submit(timed, program.trace(*arguments).lower().compile)
 
 
@@ -212,9 +224,8 @@ def timed(compile_lowered: Callable[[], Any]) -> tuple[Any, float]:
     return compile_lowered(), time.perf_counter()
 
 
-def exported(store: ProgramStore, name: str, program: Any, arguments: tuple) -> Any:
-    """The program run through its export for ``arguments``, the export saved in ``store``."""
-    entry = store.entry(Discovered(), name, arguments)
+def exported(store: ProgramStore, entry: str, program: Any, arguments: tuple) -> Any:
+    """The program run through its export for ``arguments``, the export saved in ``store``'s ``entry``."""
     exporting = store.exporting(entry, program, (), arguments)
     store.save(entry, arguments, Discovered(), None, {})
     return exporting
